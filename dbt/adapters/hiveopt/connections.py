@@ -1,0 +1,101 @@
+"""Credentials and connections: dbt-spark's, plus an `optimizer:` block and, for the embedded
+session, a folder of its own for the warehouse and the Derby metastore."""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Tuple
+
+from dbt.adapters.contracts.connection import Connection
+from dbt.adapters.spark.connections import (
+    SparkConnectionManager,
+    SparkConnectionMethod,
+    SparkCredentials,
+)
+
+DEFAULT_SPARK_DIR = ".hiveopt-spark"
+_session_lock = threading.Lock()
+
+
+def _project_dir() -> str:
+    """The dbt project's folder (dbt's --project-dir), else the current directory."""
+    try:
+        from dbt.flags import get_flags  # dbt-core is present whenever dbt runs us
+
+        project_dir = getattr(get_flags(), "PROJECT_DIR", None)
+        if project_dir:
+            return os.path.abspath(project_dir)
+    except Exception:
+        pass
+    return os.getcwd()
+
+
+@dataclass
+class HiveoptCredentials(SparkCredentials):
+    # Rule switches, thresholds, `verify`, `stats:` settings (see README).
+    optimizer: Dict[str, Any] = field(default_factory=dict)
+    # session only: warehouse and metastore live here (relative paths: under the project).
+    spark_dir: Optional[str] = None
+
+    @classmethod
+    def __pre_deserialize__(cls, data: Any) -> Any:
+        data = super().__pre_deserialize__(data)
+        if str(data.get("method", "")) == "session":
+            data.setdefault("host", "localhost")  # dbt-spark asks for a host even for a session
+        return data
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.method == SparkConnectionMethod.SESSION:
+            spark_dir = self.spark_dir or DEFAULT_SPARK_DIR
+            if not os.path.isabs(spark_dir):
+                spark_dir = os.path.join(_project_dir(), spark_dir)
+            self.spark_dir = os.path.abspath(spark_dir)
+
+    @property
+    def type(self) -> str:
+        return "hiveopt"
+
+    def _connection_keys(self) -> Tuple[str, ...]:
+        return (*super()._connection_keys(), "method", "spark_dir", "optimizer")
+
+
+def session_configs(spark_dir: str) -> Dict[str, str]:
+    """Static settings of an embedded session: warehouse, metastore and derby.log in spark_dir."""
+    return {
+        "spark.sql.warehouse.dir": os.path.join(spark_dir, "warehouse"),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={os.path.join(spark_dir, 'metastore_db')};create=true"
+        ),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={spark_dir}",
+        "spark.ui.showConsoleProgress": "false",
+    }
+
+
+def ensure_local_session(credentials: HiveoptCredentials) -> None:
+    """Start the embedded SparkSession once, with its folders under the project, before dbt-spark's
+    cursor asks for it (its getOrCreate then returns this one)."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    with _session_lock:
+        if SparkContext._active_spark_context is not None:
+            return
+        os.makedirs(credentials.spark_dir, exist_ok=True)
+        builder = SparkSession.builder.enableHiveSupport()
+        for key, value in {**session_configs(credentials.spark_dir), **credentials.server_side_parameters}.items():
+            builder = builder.config(key, value)
+        builder.getOrCreate()
+
+
+class HiveoptConnectionManager(SparkConnectionManager):
+    TYPE = "hiveopt"
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        credentials = connection.credentials
+        if connection.state != "open" and credentials.method == SparkConnectionMethod.SESSION:
+            ensure_local_session(credentials)
+        return super().open(connection)

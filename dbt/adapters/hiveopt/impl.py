@@ -1,0 +1,187 @@
+"""The hiveopt adapter: dbt-spark's adapter plus three `@available` methods the macros call.
+
+- optimize_sql: statistics in (gathered when absent or stale), optimizer run, report written,
+  optional verify; returns the SQL Spark runs. Never raises for an optimizer problem: it warns
+  once and returns the original SQL.
+- hiveopt_after_build: gathers statistics of a table or incremental model just built.
+- hiveopt_analyze: gathers statistics on demand (run-operation / `hiveopt analyze`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+from dbt.adapters.base.meta import available
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.hiveopt.connections import HiveoptConnectionManager
+from dbt.adapters.hiveopt.optimizer import (
+    OptimizerConfig,
+    OptimizerContext,
+    StatsCatalog,
+    UnsupportedQuery,
+    key_columns,
+    optimize,
+    parse_query,
+    physical_tables,
+    prepare_query,
+)
+from dbt.adapters.hiveopt.optimizer.config import ConfigError
+from dbt.adapters.hiveopt.report import Report, model_label
+from dbt.adapters.hiveopt.statistics_service import DEFAULT_STATS_SCHEMA, StatisticsService
+from dbt.adapters.hiveopt.verify import verify_equal
+
+logger = AdapterLogger("hiveopt")
+
+# Materializations that build now: statistics are gathered after them.
+BUILT_NOW = ("table", "incremental")
+_FETCHING = ("select", "describe", "show", "with", "values", "(")
+
+
+class HiveoptAdapter(SparkAdapter):
+    ConnectionManager = HiveoptConnectionManager
+
+    def __init__(self, config, mp_context=None) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(config, mp_context)
+        self._hiveopt_lock = threading.Lock()
+        self._statistics: Optional[StatisticsService] = None
+        self._build_started: Dict[str, float] = {}
+
+    @classmethod
+    def type(cls) -> str:
+        return "hiveopt"
+
+    # -- settings -----------------------------------------------------------------------------
+    def _optimizer_block(self) -> Dict[str, Any]:
+        return dict(getattr(self.config.credentials, "optimizer", None) or {})
+
+    def _stats_settings(self) -> Dict[str, Any]:
+        return dict(self._optimizer_block().get("stats") or {})
+
+    def _run_sql(self, sql: str) -> List[tuple]:
+        fetch = sql.lstrip().lower().startswith(_FETCHING)
+        _, table = self.execute(sql, fetch=fetch)
+        return [tuple(row.values()) for row in table.rows] if fetch else []
+
+    @property
+    def statistics(self) -> StatisticsService:
+        with self._hiveopt_lock:
+            if self._statistics is None:
+                settings = self._stats_settings()
+                self._statistics = StatisticsService(
+                    self._run_sql,
+                    stats_schema=str(settings.get("schema", DEFAULT_STATS_SCHEMA)),
+                    heavy_hitters=int(settings.get("heavy_hitters", 10)),
+                    buckets=int(settings.get("histogram_buckets", 32)),
+                )
+            return self._statistics
+
+    def _report(self) -> Report:
+        return Report.for_project(self.config)
+
+    # -- the model path -----------------------------------------------------------------------
+    @available
+    def optimize_sql(self, sql: str, relation: Any = None, model: Optional[Dict[str, Any]] = None,
+                     model_config: Optional[Dict[str, Any]] = None, materialization: Optional[str] = None,
+                     temporary: bool = False) -> str:
+        label = model_label(model, relation)
+        try:
+            config = OptimizerConfig.from_dicts(self._optimizer_block(), model_config or {})
+        except ConfigError as error:
+            logger.warning(f"hiveopt: {label}: {error}; running the model as written")
+            return sql
+        if not config.enabled:
+            return sql
+        if model and model.get("unique_id"):
+            self._build_started[model["unique_id"]] = time.perf_counter()
+        try:
+            result, gathering = self._optimize(sql, label, config, materialization or "table")
+        except Exception as error:  # the run never fails because of the optimizer
+            logger.warning(f"hiveopt: {label}: optimizer failed ({type(error).__name__}: {error}); running the model as written")
+            return sql
+        if result.fallback_reason:
+            logger.warning(f"hiveopt: {label}: not optimized ({result.fallback_reason}); running the model as written")
+        record = result.to_dict()
+        record.update(model=label, materialization=materialization, temporary=bool(temporary), statistics_gathering=gathering)
+        self._report().write(label, result.sql, record)
+        if result.changed:
+            fired = ", ".join(result.fired_rules)
+            logger.info(f"hiveopt: {label}: {fired} ({result.elapsed_ms:.0f} ms)")
+            logger.debug(f"hiveopt: {label}: decisions {record['rules']}")
+            if config.verify:
+                verify_equal(self._run_sql, sql, result.sql, label)
+        return result.sql
+
+    def _optimize(self, sql: str, label: str, config: OptimizerConfig, materialization: str):
+        """I/O first (catalog, statistics), then the pure optimizer."""
+        try:
+            tables = physical_tables(parse_query(sql))
+        except UnsupportedQuery as error:
+            return optimize(sql, OptimizerContext(config=config, model=label)), {"skipped": str(error)}
+        service = self.statistics
+        schema: Dict[str, Dict[str, Dict[str, str]]] = {}
+        for name in tables:
+            if "." not in name:
+                continue  # temp views and CTE-less bare names: qualify reports the missing schema
+            db, table = name.split(".", 1)
+            try:
+                info = service.describe(name)
+            except Exception as error:
+                logger.debug(f"hiveopt: {label}: cannot describe {name}: {error}")
+                continue
+            schema.setdefault(db, {})[table] = dict(info.columns)
+        statistics = StatsCatalog()
+        gathering: Dict[str, Any] = {}
+        auto = bool(self._stats_settings().get("auto_gather", True))
+        try:
+            keys = key_columns(prepare_query(sql, schema).expression)
+        except UnsupportedQuery:
+            keys = {}
+        for name in tables:
+            if name.split(".", 1)[0] not in schema:
+                continue
+            stats, state, seconds = service.ensure(name, keys.get(name, ()), auto_gather=auto)
+            gathering[name] = {"state": state, "seconds": round(seconds, 3)}
+            if stats is not None:
+                statistics.put(name, stats)
+        context = OptimizerContext(schema=schema, statistics=statistics, config=config,
+                                   model=label, materialization=materialization)
+        return optimize(sql, context), gathering
+
+    @available
+    def hiveopt_after_build(self, relations: Any, model: Optional[Dict[str, Any]] = None,
+                            model_config: Optional[Dict[str, Any]] = None) -> str:
+        """Gather statistics of what a table/incremental model just built (Hive's stats autogather)."""
+        label = model_label(model, None)
+        try:
+            config = OptimizerConfig.from_dicts(self._optimizer_block(), model_config or {})
+            if not config.enabled or not bool(self._stats_settings().get("auto_gather", True)):
+                return ""
+            started = self._build_started.pop((model or {}).get("unique_id", ""), None)
+            build_seconds = time.perf_counter() - started if started else None
+            for relation in relations or []:
+                name = f"{relation.schema}.{relation.identifier}".lower()
+                self.statistics.describe(name, refresh=True)
+                result = self.statistics.gather(name)
+                ratio = result.seconds / build_seconds if build_seconds else None
+                self._report().add_gathering(label, name, result.seconds, build_seconds, ratio)
+                logger.debug(f"hiveopt: {label}: statistics of {name} in {result.seconds:.2f}s (build {build_seconds}s)")
+        except Exception as error:
+            logger.warning(f"hiveopt: {label}: statistics not gathered ({type(error).__name__}: {error})")
+        return ""
+
+    @available
+    def hiveopt_analyze(self, relations: List[str]) -> List[str]:
+        """Gather statistics now for `db.table` names; one summary line per table."""
+        lines = []
+        for name in relations:
+            self.statistics.describe(name, refresh=True)
+            result = self.statistics.gather(name)
+            stats = result.stats
+            lines.append(f"hiveopt: analyzed {name}: {int(stats.row_count.value or 0)} rows, "
+                         f"{len(stats.columns)} columns in {result.seconds:.2f}s")
+        return lines

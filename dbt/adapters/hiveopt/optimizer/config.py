@@ -1,0 +1,78 @@
+"""Optimizer settings: rule switches and thresholds, from a profile's `optimizer:` block and a
+model's `hiveopt` config (the model wins).
+
+>>> cfg = OptimizerConfig.from_dicts({"broadcast_threshold_bytes": 1024}, {"rules": {"select_join_algorithms": False}})
+>>> cfg.broadcast_threshold_bytes, cfg.rule_enabled("select_join_algorithms")
+(1024, False)
+>>> OptimizerConfig.from_dicts(None, {"enabled": False}).enabled
+False
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, Mapping, Optional
+
+# Spark's own spark.sql.autoBroadcastJoinThreshold default: the same line, drawn from our
+# estimate after filters instead of Spark's unfiltered file size.
+DEFAULT_BROADCAST_THRESHOLD_BYTES = 10 * 1024 * 1024
+# Above this, a shuffle-hash build side per partition risks memory pressure; Spark's own
+# preference check uses autoBroadcastJoinThreshold * numShufflePartitions.
+DEFAULT_SHUFFLE_HASH_PARTITION_BYTES = 64 * 1024 * 1024
+# Spark's shuffle-hash preference asks the build side to be 3x smaller than the stream side.
+DEFAULT_SHUFFLE_HASH_RATIO = 3.0
+DEFAULT_SHUFFLE_PARTITIONS = 200
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass
+class OptimizerConfig:
+    enabled: bool = True
+    verify: bool = False
+    rules: Dict[str, bool] = field(default_factory=dict)
+    broadcast_threshold_bytes: int = DEFAULT_BROADCAST_THRESHOLD_BYTES
+    shuffle_hash: bool = True
+    shuffle_hash_partition_bytes: int = DEFAULT_SHUFFLE_HASH_PARTITION_BYTES
+    shuffle_hash_ratio: float = DEFAULT_SHUFFLE_HASH_RATIO
+    shuffle_partitions: int = DEFAULT_SHUFFLE_PARTITIONS
+
+    def rule_enabled(self, name: str) -> bool:
+        return self.enabled and self.rules.get(name, True)
+
+    @classmethod
+    def from_dicts(
+        cls, profile: Optional[Mapping[str, Any]], model: Optional[Mapping[str, Any]] = None
+    ) -> "OptimizerConfig":
+        """Merge the profile's block with a model's override; unknown keys are an error."""
+        known = {f.name for f in fields(cls)}
+        merged: Dict[str, Any] = {}
+        rules: Dict[str, bool] = {}
+        for source in (profile or {}, model or {}):
+            for key, value in source.items():
+                if key == "rules":
+                    rules.update({str(k): bool(v) for k, v in (value or {}).items()})
+                elif key in known:
+                    merged[key] = value
+                elif key in ("stats",):
+                    continue  # read by the adapter's statistics store, not by rules
+                else:
+                    raise ConfigError(f"unknown hiveopt optimizer setting {key!r}")
+        merged["rules"] = rules
+        cfg = cls(**merged)
+        cfg.enabled = _as_bool(cfg.enabled)
+        cfg.verify = _as_bool(cfg.verify)
+        cfg.shuffle_hash = _as_bool(cfg.shuffle_hash)
+        cfg.broadcast_threshold_bytes = int(cfg.broadcast_threshold_bytes)
+        cfg.shuffle_hash_partition_bytes = int(cfg.shuffle_hash_partition_bytes)
+        cfg.shuffle_partitions = int(cfg.shuffle_partitions)
+        cfg.shuffle_hash_ratio = float(cfg.shuffle_hash_ratio)
+        return cfg
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)

@@ -1,0 +1,56 @@
+"""What the optimizer is given (OptimizerContext) and what it returns (OptimizedQuery).
+
+>>> ctx = OptimizerContext(schema={"db": {"t": {"a": "int"}}})
+>>> ctx.config.enabled, ctx.statistics.names()
+(True, [])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
+from dbt.adapters.hiveopt.optimizer.decisions import RuleRun
+from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
+
+
+@dataclass
+class OptimizerContext:
+    # {db: {table: {column: spark type}}}, from the catalog.
+    schema: Dict[str, Dict[str, Dict[str, str]]] = field(default_factory=dict)
+    statistics: StatsCatalog = field(default_factory=StatsCatalog)
+    config: OptimizerConfig = field(default_factory=OptimizerConfig)
+    model: str = "<query>"
+    # "table", "incremental", "view", ...: rules that depend on today's data skip views.
+    materialization: str = "table"
+    default_db: Optional[str] = None
+
+
+@dataclass
+class OptimizedQuery:
+    sql: str
+    original_sql: str
+    changed: bool = False
+    fallback_reason: Optional[str] = None
+    rules: List[RuleRun] = field(default_factory=list)
+    estimates: Dict[str, Any] = field(default_factory=dict)
+    statistics_used: Dict[str, Any] = field(default_factory=dict)
+    elapsed_ms: float = 0.0
+
+    @property
+    def fired_rules(self) -> List[str]:
+        return [r.rule for r in self.rules if r.fired]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "changed": self.changed,
+            "fallback_reason": self.fallback_reason,
+            "fired_rules": self.fired_rules,
+            "optimizer_ms": round(self.elapsed_ms, 3),
+            "rules": [r.to_dict() for r in self.rules],
+            "estimates": self.estimates,
+            "statistics_used": self.statistics_used,
+            "original_sql": self.original_sql,
+            "optimized_sql": self.sql,
+        }

@@ -1,0 +1,61 @@
+"""Decision records: what each rule did or declined to do, and why.
+
+>>> d = Decision("select_join_algorithms", fired=False, reason="statistics absent for db.t")
+>>> d.to_dict()["reason"]
+'statistics absent for db.t'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+
+@dataclass
+class Decision:
+    rule: str
+    fired: bool
+    reason: str
+    details: Dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"rule": self.rule, "fired": self.fired, "reason": self.reason, **self.details}
+
+
+@dataclass
+class RuleRun:
+    """One rule's pass over the query: its time and the decisions it recorded."""
+
+    rule: str
+    enabled: bool
+    elapsed_ms: float = 0.0
+    decisions: List[Decision] = field(default_factory=list)
+    error: Optional[str] = None
+
+    @property
+    def fired(self) -> bool:
+        return any(d.fired for d in self.decisions)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "enabled": self.enabled,
+            "fired": self.fired,
+            "elapsed_ms": round(self.elapsed_ms, 3),
+            "decisions": [d.to_dict() for d in self.decisions],
+            **({"error": self.error} if self.error else {}),
+        }
+
+
+class DecisionLog:
+    """Handed to a rule; the rule records into it instead of returning side data."""
+
+    def __init__(self, rule: str):
+        self.rule = rule
+        self.decisions: List[Decision] = []
+
+    def fired(self, reason: str, **details: Any) -> None:
+        self.decisions.append(Decision(self.rule, True, reason, details))
+
+    def skipped(self, reason: str, **details: Any) -> None:
+        self.decisions.append(Decision(self.rule, False, reason, details))

@@ -1,0 +1,584 @@
+"""Cardinality estimation over a qualified query (System R / Selinger, textbook formulas).
+
+Equality selects 1/NDV (or a heavy hitter's own frequency), ranges read min/max or the
+equi-height histogram, IN-lists add equalities, NULL tests read null counts, AND multiplies,
+OR adds minus the overlap; an equi-join keeps |R||S|/max(NDV); a GROUP BY keeps
+min(product of NDVs, input rows). Every default is a named constant below. An estimate built on
+an absent statistic stays absent: rules then decline to fire instead of guessing "small".
+
+>>> from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
+>>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
+>>> schema = {"db": {"t": {"k": "int", "s": "string"}}}
+>>> stats = StatsCatalog.from_dict({"db.t": {"row_count": 1000, "columns": {"k": {"ndv": 100, "min": 1, "max": 100}}}})
+>>> q = prepare_query("SELECT k FROM db.t WHERE k = 5", schema).expression
+>>> Estimator(q, schema, stats).estimate(q).rows.value
+10.0
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from dbt.adapters.hiveopt.optimizer.statistics import (
+    ColumnStats,
+    Estimate,
+    Precision,
+    StatsCatalog,
+    TableStats,
+)
+
+# --- Defaults (named, in one place) -------------------------------------------------------
+# Selinger's System R constants for predicates whose column statistics are absent.
+DEFAULT_EQUALITY_SELECTIVITY = 0.1
+DEFAULT_RANGE_SELECTIVITY = 1 / 3
+DEFAULT_BETWEEN_SELECTIVITY = 0.25
+DEFAULT_LIKE_SELECTIVITY = 0.1
+DEFAULT_IS_NULL_SELECTIVITY = 0.05
+# Any predicate we cannot analyse (functions of columns, subqueries, non-equi joins).
+DEFAULT_SELECTIVITY = 1 / 3
+# An IN-list never selects more than this without statistics.
+DEFAULT_IN_MAX_SELECTIVITY = 0.5
+# HAVING filters groups we know nothing about.
+DEFAULT_HAVING_SELECTIVITY = 1 / 3
+# A semi join keeps this share of the left side when key NDVs are absent.
+DEFAULT_SEMI_JOIN_SELECTIVITY = 0.5
+# Bytes per row Spark's UnsafeRow adds on top of the fields (header and null bits).
+ROW_OVERHEAD_BYTES = 8
+# Field widths by Spark type, as Spark's own defaultSize; strings use the gathered average length.
+TYPE_WIDTHS = {
+    "boolean": 1, "tinyint": 1, "byte": 1, "smallint": 2, "short": 2, "int": 4, "integer": 4,
+    "bigint": 8, "long": 8, "float": 4, "double": 8, "date": 4, "timestamp": 8,
+    "timestamp_ntz": 8, "decimal": 16,
+}
+DEFAULT_STRING_WIDTH = 20
+DEFAULT_COMPLEX_WIDTH = 64
+
+
+# --- Column and relation estimates ---------------------------------------------------------
+@dataclass
+class ColumnEstimate:
+    ndv: Estimate = field(default_factory=Estimate.absent)
+    null_fraction: Estimate = field(default_factory=Estimate.absent)
+    width: Estimate = field(default_factory=Estimate.absent)
+    min: Any = None
+    max: Any = None
+    data_type: Optional[str] = None
+    heavy_hitters: Optional[List[Tuple[Any, float]]] = None  # (value, fraction of rows)
+    histogram: Optional[List[Any]] = None
+
+    @classmethod
+    def from_stats(cls, stats: ColumnStats, rows: Estimate, data_type: Optional[str]) -> "ColumnEstimate":
+        null_fraction = Estimate.absent()
+        if not stats.null_count.is_absent and not rows.is_absent:
+            null_fraction = Estimate(
+                stats.null_count.value / rows.value if rows.value else 0.0,
+                min(stats.null_count.precision, rows.precision),
+            )
+        hh = None
+        if stats.heavy_hitters is not None and not rows.is_absent and rows.value:
+            hh = [(v, c / rows.value) for v, c in stats.heavy_hitters]
+        dtype = (data_type or stats.data_type or "").lower() or None
+        return cls(
+            ndv=stats.ndv,
+            null_fraction=null_fraction,
+            width=column_width(dtype, stats.avg_width),
+            min=stats.min,
+            max=stats.max,
+            data_type=dtype,
+            heavy_hitters=hh,
+            histogram=stats.histogram,
+        )
+
+
+def column_width(data_type: Optional[str], avg_width: Estimate = Estimate.absent()) -> Estimate:
+    base = (data_type or "string").split("(")[0].strip().lower()
+    if base in TYPE_WIDTHS:
+        return Estimate.estimated(TYPE_WIDTHS[base])
+    if base in ("string", "varchar", "char", "binary"):
+        return avg_width if not avg_width.is_absent else Estimate.estimated(DEFAULT_STRING_WIDTH)
+    return Estimate.estimated(DEFAULT_COMPLEX_WIDTH)
+
+
+@dataclass
+class RelationEstimate:
+    rows: Estimate
+    # by column name (lowercase) for a relation's output; by "alias.column" inside a join.
+    columns: Dict[str, ColumnEstimate] = field(default_factory=dict)
+
+    def column(self, name: str) -> ColumnEstimate:
+        return self.columns.get(name.lower()) or ColumnEstimate()
+
+    def width(self, names: Optional[Iterable[str]] = None) -> Estimate:
+        """Row width in bytes of the named columns (all when None), Spark's row overhead included."""
+        chosen = list(self.columns) if names is None else [n.lower() for n in names]
+        total = Estimate.estimated(ROW_OVERHEAD_BYTES)
+        for name in chosen:
+            width = self.column(name).width
+            total = total + (width if not width.is_absent else Estimate.estimated(DEFAULT_STRING_WIDTH))
+        return total
+
+    def bytes(self, names: Optional[Iterable[str]] = None) -> Estimate:
+        return self.rows * self.width(names)
+
+
+def _cap_ndv(column: ColumnEstimate, rows: Estimate) -> ColumnEstimate:
+    return replace(column, ndv=column.ndv.capped(rows)) if not column.ndv.is_absent else column
+
+
+# --- Literal values, for ranges --------------------------------------------------------------
+def _as_number(value: Any) -> Optional[float]:
+    """Numbers as they are, dates and timestamps as days since the epoch, anything else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, _dt.datetime):
+        return value.timestamp() / 86400.0
+    if isinstance(value, _dt.date):
+        return float(value.toordinal() - 719163)
+    if isinstance(value, str):
+        text = value.strip()
+        for fmt in ("%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S.%f"):
+            try:
+                return _as_number(_dt.datetime.strptime(text, fmt))
+            except ValueError:
+                pass
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    return None
+
+
+def literal_value(node: exp.Expression) -> Tuple[bool, Any]:
+    """(is a constant, its Python value) for literals, negated numbers, typed date literals."""
+    if isinstance(node, exp.Paren):
+        return literal_value(node.this)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return True, node.this
+        try:
+            return True, int(node.this)
+        except ValueError:
+            return True, float(node.this)
+    if isinstance(node, exp.Neg):
+        ok, value = literal_value(node.this)
+        return (ok and isinstance(value, (int, float))), (-value if ok and isinstance(value, (int, float)) else None)
+    if isinstance(node, exp.Boolean):
+        return True, node.this
+    if isinstance(node, (exp.Cast, exp.TryCast)) and isinstance(node.this, exp.Literal):
+        return literal_value(node.this)
+    if isinstance(node, (exp.Date, exp.TsOrDsToDate, exp.StrToDate)) and isinstance(node.this, exp.Literal):
+        return literal_value(node.this)
+    return False, None
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if a == b:
+        return True
+    na, nb = _as_number(a), _as_number(b)
+    return na is not None and nb is not None and na == nb
+
+
+# --- Selectivity -----------------------------------------------------------------------------
+def _equality(column: ColumnEstimate, value: Any) -> float:
+    if column.heavy_hitters:
+        for hot, fraction in column.heavy_hitters:
+            if _same_value(hot, value):
+                return fraction
+    if column.ndv.is_absent or not column.ndv.value:
+        return DEFAULT_EQUALITY_SELECTIVITY
+    non_null = 1.0 - (column.null_fraction.value if not column.null_fraction.is_absent else 0.0)
+    hot = column.heavy_hitters or []
+    rest_fraction = max(non_null - sum(f for _, f in hot), 0.0)
+    rest_ndv = max(column.ndv.value - len(hot), 1.0)
+    return min(rest_fraction / rest_ndv, 1.0) if hot else non_null / column.ndv.value
+
+
+def _fraction_below(column: ColumnEstimate, value: Any) -> Optional[float]:
+    """Share of non-null rows with column < value, from the histogram, else from min/max."""
+    v = _as_number(value)
+    if v is None:
+        return None
+    bounds = [b for b in (_as_number(x) for x in (column.histogram or [])) if b is not None]
+    if len(bounds) >= 2:
+        if v <= bounds[0]:
+            return 0.0
+        if v > bounds[-1]:
+            return 1.0
+        buckets = len(bounds) - 1
+        for i in range(buckets):
+            lo, hi = bounds[i], bounds[i + 1]
+            if lo <= v <= hi:
+                within = (v - lo) / (hi - lo) if hi > lo else 0.5
+                return (i + within) / buckets
+    lo, hi = _as_number(column.min), _as_number(column.max)
+    if lo is None or hi is None:
+        return None
+    if v <= lo:
+        return 0.0
+    if v > hi:
+        return 1.0
+    return (v - lo) / (hi - lo) if hi > lo else 0.5
+
+
+def _non_null(column: ColumnEstimate) -> float:
+    return 1.0 - (column.null_fraction.value if not column.null_fraction.is_absent else 0.0)
+
+
+def _range(column: ColumnEstimate, op: str, value: Any) -> float:
+    below = _fraction_below(column, value)
+    if below is None:
+        return DEFAULT_RANGE_SELECTIVITY
+    share = below if op in ("<", "<=") else 1.0 - below
+    if op in ("<=", ">="):
+        share += _equality(column, value) if not column.ndv.is_absent else 0.0
+    return max(min(share, 1.0), 0.0) * _non_null(column)
+
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_RANGE_OPS = {exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+
+
+class Estimator:
+    """Estimates rows and column statistics of every query block of one qualified query."""
+
+    def __init__(self, root: exp.Expression, schema: Dict[str, Dict[str, Dict[str, str]]], statistics: StatsCatalog):
+        self.schema = {db.lower(): {t.lower(): {c.lower(): ty for c, ty in cols.items()} for t, cols in ts.items()} for db, ts in schema.items()}
+        self.statistics = statistics
+        self.scopes: Dict[int, Scope] = {id(s.expression): s for s in traverse_scope(root)}
+        self._memo: Dict[int, RelationEstimate] = {}
+        self.used: Dict[str, Dict[str, Any]] = {}  # statistics consulted, for the report
+
+    # -- sources ------------------------------------------------------------------------------
+    def table(self, table: exp.Table) -> RelationEstimate:
+        name = ".".join(p for p in (table.db, table.name) if p).lower()
+        types = self.schema.get(table.db.lower(), {}).get(table.name.lower(), {}) if table.db else {}
+        stats: Optional[TableStats] = self.statistics.get(name)
+        if stats is None:
+            self.used[name] = {"precision": "absent"}
+            return RelationEstimate(Estimate.absent(), {c: ColumnEstimate(width=column_width(t), data_type=t) for c, t in types.items()})
+        self.used[name] = {"precision": stats.row_count.precision.name.lower(), "rows": stats.row_count.value}
+        columns = {c: ColumnEstimate.from_stats(stats.column(c), stats.row_count, t) for c, t in types.items()}
+        return RelationEstimate(stats.row_count, columns)
+
+    def source(self, scope: Scope, alias: str) -> RelationEstimate:
+        source = scope.sources.get(alias)
+        if isinstance(source, exp.Table):
+            return self.table(source)
+        if isinstance(source, Scope):
+            return self.estimate(source.expression)
+        return RelationEstimate(Estimate.absent())
+
+    # -- queries -----------------------------------------------------------------------------
+    def estimate(self, node: exp.Expression) -> RelationEstimate:
+        key = id(node)
+        if key not in self._memo:
+            self._memo[key] = self._estimate(node)
+        return self._memo[key]
+
+    def _estimate(self, node: exp.Expression) -> RelationEstimate:
+        if isinstance(node, exp.Subquery):
+            return self.estimate(node.this)
+        if isinstance(node, exp.SetOperation):
+            left, right = self.estimate(node.left), self.estimate(node.right)
+            if isinstance(node, exp.Union):
+                rows = left.rows + right.rows
+            elif isinstance(node, exp.Intersect):
+                rows = left.rows.capped(right.rows)
+            else:
+                rows = left.rows
+            return RelationEstimate(rows, dict(left.columns))
+        if isinstance(node, exp.Select):
+            return self.select(node)
+        return RelationEstimate(Estimate.absent())
+
+    def select(self, select: exp.Select) -> RelationEstimate:
+        scope = self.scopes.get(id(select))
+        if scope is None:
+            return RelationEstimate(Estimate.absent())
+        joined = self.join_block(scope)
+        rows = joined.rows
+        group = select.args.get("group")
+        aggregated = bool(group) or any(p.find(exp.AggFunc) for p in select.selects)
+        if group:
+            rows = self.group_rows(joined, group.expressions)
+        elif aggregated and not select.args.get("distinct"):
+            rows = Estimate.exact(1)
+        if select.args.get("having"):
+            rows = rows * DEFAULT_HAVING_SELECTIVITY
+        if select.args.get("distinct"):
+            rows = self.group_rows(joined, [p.unalias() for p in select.selects])
+        limit = select.args.get("limit")
+        if limit is not None:
+            ok, n = literal_value(limit.expression)
+            if ok and isinstance(n, (int, float)):
+                rows = rows.capped(Estimate.exact(n)) if not rows.is_absent else rows
+        columns: Dict[str, ColumnEstimate] = {}
+        for projection in select.selects:
+            inner = projection.unalias()
+            if isinstance(inner, exp.Column):
+                columns[projection.alias_or_name.lower()] = _cap_ndv(joined.column(f"{inner.table}.{inner.name}"), rows)
+            else:
+                dtype = "bigint" if isinstance(inner, exp.Count) else None
+                width = column_width(dtype) if dtype else Estimate.estimated(TYPE_WIDTHS["double"])
+                columns[projection.alias_or_name.lower()] = ColumnEstimate(width=width, data_type=dtype)
+        return RelationEstimate(rows, columns)
+
+    def group_rows(self, relation: RelationEstimate, keys: List[exp.Expression]) -> Estimate:
+        """min(product of key NDVs, input rows); without every key's NDV, the input rows (no guess)."""
+        product = Estimate.exact(1)
+        for key in keys:
+            if isinstance(key, exp.Column):
+                ndv = relation.column(f"{key.table}.{key.name}").ndv
+            elif isinstance(key, exp.Literal):
+                ndv = Estimate.exact(1)
+            else:
+                ndv = Estimate.absent()
+            if ndv.is_absent:
+                return relation.rows
+            product = product * ndv.value
+        return product.capped(relation.rows) if not relation.rows.is_absent else relation.rows
+
+    # -- join blocks --------------------------------------------------------------------------
+    def join_block(self, scope: Scope) -> RelationEstimate:
+        """The FROM clause with its joins and WHERE applied, in written order."""
+        steps = self.join_steps(scope)
+        if not steps:
+            return RelationEstimate(Estimate.exact(1))
+        acc = steps[-1]
+        # Predicates spanning relations that are not equi-join keys.
+        where = scope.expression.args.get("where")
+        for predicate in conjuncts(where.this if where else None):
+            if len(_aliases_of(predicate)) > 1 and not _equi_pair(predicate):
+                acc = RelationEstimate(acc.rows * self.selectivity(predicate, acc), acc.columns)
+        return acc
+
+    def join_steps(self, scope: Scope) -> List[RelationEstimate]:
+        """Estimates after the first source and after each join, in written (left-deep) order;
+        columns keyed `alias.column`."""
+        select = scope.expression
+        if not scope.selected_sources:
+            return []
+        where = select.args.get("where")
+        where_conjuncts = conjuncts(where.this if where else None)
+        first = _source_alias(select.args.get("from_") or select.args.get("from"))
+        acc = _prefixed(self.filtered_source(scope, first, where_conjuncts), first)
+        steps = [acc]
+        for join in select.args.get("joins") or []:
+            alias = _source_alias(join)
+            right = _prefixed(self.filtered_source(scope, alias, where_conjuncts), alias)
+            acc = self.join(acc, right, alias, join, conjuncts(join.args.get("on")))
+            steps.append(acc)
+        return steps
+
+    def build_side(self, scope: Scope, alias: str, join: Optional[exp.Join] = None) -> RelationEstimate:
+        """One relation as a join's build side would hold it: its WHERE and ON filters applied
+        (ON filters only when the join is inner or this is the null-supplying side)."""
+        where = scope.expression.args.get("where")
+        relation = _prefixed(self.filtered_source(scope, alias, conjuncts(where.this if where else None)), alias)
+        if join is not None and (join.side or "").upper() in ("", "LEFT") and _source_alias(join) == alias:
+            for predicate in conjuncts(join.args.get("on")):
+                if _aliases_of(predicate) == {alias}:
+                    relation = RelationEstimate(relation.rows * self.selectivity(predicate, relation), relation.columns)
+        return relation
+
+    def filtered_source(self, scope: Scope, alias: str, conjuncts: List[exp.Expression]) -> RelationEstimate:
+        """One source with the WHERE conjuncts that read only it applied (local predicates)."""
+        relation = self.source(scope, alias)
+        selectivity = 1.0
+        local = _prefixed(relation, alias)
+        for predicate in conjuncts:
+            if _aliases_of(predicate) == {alias}:
+                selectivity *= self.selectivity(predicate, local)
+        rows = relation.rows * selectivity if selectivity != 1.0 else relation.rows
+        return RelationEstimate(rows, {k: _cap_ndv(c, rows) for k, c in relation.columns.items()})
+
+    def join(self, left: RelationEstimate, right: RelationEstimate, alias: str, join: exp.Join, on: List[exp.Expression]) -> RelationEstimate:
+        side, kind = (join.side or "").upper(), (join.kind or "").upper()
+        # ON conjuncts reading only the new relation filter it first (inner joins and the
+        # null-supplying side of outer joins alike).
+        for predicate in on:
+            if _aliases_of(predicate) == {alias}:
+                right = RelationEstimate(right.rows * self.selectivity(predicate, right), right.columns)
+        keys = [pair for pair in (_equi_pair(p) for p in on) if pair]
+        rows = self.join_rows(left, right, keys)
+        other = [p for p in on if not _equi_pair(p) and len(_aliases_of(p)) > 1]
+        for predicate in other:
+            rows = rows * self.selectivity(predicate, RelationEstimate(rows, {**left.columns, **right.columns}))
+        if kind in ("SEMI", "ANTI"):
+            match = Estimate.estimated(DEFAULT_SEMI_JOIN_SELECTIVITY)
+            if keys and not left.rows.is_absent and not rows.is_absent and left.rows.value:
+                match = Estimate.estimated(min(1.0, rows.value / left.rows.value))
+            share = match if kind == "SEMI" else Estimate.estimated(1.0) + match * -1
+            return RelationEstimate(left.rows * share, left.columns)
+        if side == "LEFT":
+            rows = _max(rows, left.rows)
+        elif side == "RIGHT":
+            rows = _max(rows, right.rows)
+        elif side == "FULL":
+            rows = _max(rows, left.rows + right.rows)
+        columns = {**left.columns, **right.columns}
+        return RelationEstimate(rows, {k: _cap_ndv(c, rows) for k, c in columns.items()})
+
+    def join_rows(self, left: RelationEstimate, right: RelationEstimate, keys: List[Tuple[exp.Column, exp.Column]]) -> Estimate:
+        """|L| |R| / prod(max(NDV_l, NDV_r)); without key NDVs, max(|L|, |R|) (a key/foreign-key guess)."""
+        if left.rows.is_absent or right.rows.is_absent:
+            return Estimate.absent()
+        if not keys:
+            return left.rows * right.rows
+        rows = left.rows * right.rows
+        divisors = []
+        for a, b in keys:
+            ca = left.column(f"{a.table}.{a.name}") if f"{a.table}.{a.name}".lower() in left.columns else right.column(f"{a.table}.{a.name}")
+            cb = right.column(f"{b.table}.{b.name}") if f"{b.table}.{b.name}".lower() in right.columns else left.column(f"{b.table}.{b.name}")
+            if ca.ndv.is_absent or cb.ndv.is_absent:
+                return Estimate.estimated(max(left.rows.value, right.rows.value))
+            divisors.append(max(ca.ndv.value, cb.ndv.value, 1.0))
+        # Correlated multi-column keys: dividing by every NDV underestimates; use the largest two.
+        for d in sorted(divisors, reverse=True)[:2]:
+            rows = rows / d
+        return rows.at_least(1.0)
+
+    # -- predicates ---------------------------------------------------------------------------
+    def selectivity(self, predicate: exp.Expression, relation: RelationEstimate) -> float:
+        p = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
+        if isinstance(p, exp.And):
+            return self.selectivity(p.left, relation) * self.selectivity(p.right, relation)
+        if isinstance(p, exp.Or):
+            a, b = self.selectivity(p.left, relation), self.selectivity(p.right, relation)
+            return min(a + b - a * b, 1.0)
+        if isinstance(p, exp.Not):
+            inner = p.this.unnest() if isinstance(p.this, exp.Paren) else p.this
+            if isinstance(inner, exp.Is):
+                return self._is_null(inner, relation, negate=True)
+            return max(1.0 - self.selectivity(inner, relation), 0.0)
+        if isinstance(p, exp.Is):
+            return self._is_null(p, relation, negate=False)
+        if isinstance(p, (exp.EQ, exp.NullSafeEQ)):
+            column, value = self._column_and_value(p)
+            if column is not None:
+                return _equality(relation.column(f"{column.table}.{column.name}"), value)
+            return DEFAULT_EQUALITY_SELECTIVITY
+        if isinstance(p, exp.NEQ):
+            column, value = self._column_and_value(p)
+            if column is not None:
+                c = relation.column(f"{column.table}.{column.name}")
+                return max(_non_null(c) - _equality(c, value), 0.0)
+            return 1.0 - DEFAULT_EQUALITY_SELECTIVITY
+        if type(p) in _RANGE_OPS:
+            op = _RANGE_OPS[type(p)]
+            column, value = self._column_and_value(p)
+            if column is None:
+                return DEFAULT_RANGE_SELECTIVITY
+            if not isinstance(p.this, exp.Column):
+                op = _FLIP[op]
+            return _range(relation.column(f"{column.table}.{column.name}"), op, value)
+        if isinstance(p, exp.Between):
+            if isinstance(p.this, exp.Column):
+                ok_lo, lo = literal_value(p.args["low"])
+                ok_hi, hi = literal_value(p.args["high"])
+                c = relation.column(f"{p.this.table}.{p.this.name}")
+                if ok_lo and ok_hi:
+                    below_hi, below_lo = _fraction_below(c, hi), _fraction_below(c, lo)
+                    if below_hi is not None and below_lo is not None:
+                        eq = _equality(c, hi) if not c.ndv.is_absent else 0.0
+                        return max(min(below_hi - below_lo + eq, 1.0), 0.0) * _non_null(c)
+            return DEFAULT_BETWEEN_SELECTIVITY
+        if isinstance(p, exp.In):
+            if isinstance(p.this, exp.Column) and p.expressions and not p.args.get("query"):
+                c = relation.column(f"{p.this.table}.{p.this.name}")
+                total = 0.0
+                for item in p.expressions:
+                    ok, value = literal_value(item)
+                    total += _equality(c, value) if ok else DEFAULT_EQUALITY_SELECTIVITY
+                return min(total, 1.0 if not c.ndv.is_absent else DEFAULT_IN_MAX_SELECTIVITY)
+            return DEFAULT_SELECTIVITY
+        if isinstance(p, (exp.Like, exp.ILike)):
+            return DEFAULT_LIKE_SELECTIVITY
+        if isinstance(p, exp.Boolean):
+            return 1.0 if p.this else 0.0
+        return DEFAULT_SELECTIVITY
+
+    def _is_null(self, p: exp.Is, relation: RelationEstimate, negate: bool) -> float:
+        if isinstance(p.this, exp.Column) and isinstance(p.expression, exp.Null):
+            fraction = relation.column(f"{p.this.table}.{p.this.name}").null_fraction
+            share = fraction.value if not fraction.is_absent else DEFAULT_IS_NULL_SELECTIVITY
+            return 1.0 - share if negate else share
+        return DEFAULT_SELECTIVITY
+
+    @staticmethod
+    def _column_and_value(p: exp.Binary) -> Tuple[Optional[exp.Column], Any]:
+        for column, other in ((p.this, p.expression), (p.expression, p.this)):
+            if isinstance(column, exp.Column):
+                ok, value = literal_value(other)
+                if ok:
+                    return column, value
+        return None, None
+
+
+# --- helpers over qualified predicates -------------------------------------------------------
+def _max(a: Estimate, b: Estimate) -> Estimate:
+    if a.is_absent or b.is_absent:
+        return Estimate.absent()
+    return a if a.value >= b.value else Estimate(b.value, min(a.precision, b.precision))
+
+
+def _conjuncts(predicate: Optional[exp.Expression]) -> Iterable[exp.Expression]:
+    if predicate is None:
+        return []
+    node = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
+    if isinstance(node, exp.And):
+        return [*_conjuncts(node.left), *_conjuncts(node.right)]
+    return [node]
+
+
+def conjuncts(predicate: Optional[exp.Expression]) -> List[exp.Expression]:
+    return list(_conjuncts(predicate))
+
+
+def _aliases_of(predicate: exp.Expression) -> set:
+    """Table aliases a predicate reads in its own block (columns inside its subqueries excluded)."""
+    out = set()
+    for column in predicate.find_all(exp.Column):
+        node, inside_subquery = column.parent, False
+        while node is not None and node is not predicate:
+            if isinstance(node, exp.Query):
+                inside_subquery = True
+                break
+            node = node.parent
+        if not inside_subquery and column.table:
+            out.add(column.table)
+    return out
+
+
+aliases_of = _aliases_of
+
+
+def _equi_pair(predicate: exp.Expression) -> Optional[Tuple[exp.Column, exp.Column]]:
+    if isinstance(predicate, exp.EQ) and isinstance(predicate.this, exp.Column) and isinstance(predicate.expression, exp.Column):
+        if predicate.this.table and predicate.expression.table and predicate.this.table != predicate.expression.table:
+            return predicate.this, predicate.expression
+    return None
+
+
+equi_pair = _equi_pair
+
+
+def _source_alias(node: Optional[exp.Expression]) -> str:
+    if node is None:
+        return ""
+    source = node.this
+    return source.alias_or_name
+
+
+source_alias = _source_alias
+
+
+def _prefixed(relation: RelationEstimate, alias: str) -> RelationEstimate:
+    return RelationEstimate(relation.rows, {f"{alias}.{k}".lower(): c for k, c in relation.columns.items()})

@@ -1,0 +1,37 @@
+"""Checks run after every rule: the output columns and their order are unchanged, the tree is
+well formed (parent links intact), and the generated SQL parses again.
+
+>>> import sqlglot
+>>> check_invariants(sqlglot.parse_one("SELECT a AS x FROM t"), ["x"])
+>>> check_invariants(sqlglot.parse_one("SELECT a AS y FROM t"), ["x"])  # doctest: +IGNORE_EXCEPTION_DETAIL
+Traceback (most recent call last):
+...
+dbt.adapters.hiveopt.optimizer.invariants.InvariantViolation: output columns changed: ['x'] -> ['y']
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+import sqlglot
+from sqlglot import exp
+
+from dbt.adapters.hiveopt.optimizer.prepare import DIALECT, output_names
+
+
+class InvariantViolation(AssertionError):
+    pass
+
+
+def check_invariants(expression: exp.Expression, expected_names: List[str]) -> None:
+    names = output_names(expression)
+    if names != expected_names:
+        raise InvariantViolation(f"output columns changed: {expected_names} -> {names}")
+    for node in expression.walk():
+        for child in node.iter_expressions():
+            if child.parent is not node:
+                raise InvariantViolation(f"broken parent link under {type(node).__name__}")
+    try:
+        sqlglot.parse_one(expression.sql(DIALECT), read=DIALECT)
+    except sqlglot.errors.SqlglotError as error:
+        raise InvariantViolation(f"generated SQL does not parse: {error}") from error

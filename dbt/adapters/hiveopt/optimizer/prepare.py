@@ -1,0 +1,215 @@
+"""Parse and qualify a model's SELECT against the catalog schema, keeping its output names.
+
+sqlglot's qualify lowercases identifiers (Spark resolves names case-insensitively) and names
+unaliased expressions `_col_N`. A CTAS keeps the case of its output names, so before qualifying
+we pin every output name of the outermost SELECT with a quoted alias, and after qualifying we give
+star-expanded columns the catalog's own case back.
+
+>>> q = prepare_query("SELECT Id AS MyId, name FROM db.t", {"db": {"t": {"id": "int", "Name": "string"}}})
+>>> q.output_names
+['MyId', 'name']
+>>> q.expression.sql("spark")
+'SELECT t.id AS MyId, t.name AS name FROM db.t AS t'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Set
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.optimizer.scope import traverse_scope
+
+DIALECT = "spark"
+_SAFE_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Functions whose value changes per call: duplicating them (alias expansion) changes results.
+_ORIGINAL_NAME = "hiveopt_original_name"
+NONDETERMINISTIC_FUNCTIONS = {"rand", "random", "randn", "uuid", "shuffle", "monotonically_increasing_id"}
+
+
+class UnsupportedQuery(Exception):
+    """The query is outside what the optimizer handles: run the original SQL."""
+
+
+@dataclass
+class PreparedQuery:
+    expression: exp.Query
+    output_names: List[str]
+    tables: List[str]  # physical tables read, `db.table`, lowercase
+
+
+def parse_query(sql: str) -> exp.Query:
+    """Parse exactly one query (SELECT, set operation, WITH ...) in Spark's dialect."""
+    try:
+        statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
+    except SqlglotError as error:
+        raise UnsupportedQuery(f"cannot parse: {str(error).splitlines()[0]}") from error
+    if len(statements) != 1:
+        raise UnsupportedQuery(f"expected one statement, found {len(statements)}")
+    (statement,) = statements
+    if not isinstance(statement, exp.Query):
+        raise UnsupportedQuery(f"not a query: {type(statement).__name__}")
+    unknown = next(statement.find_all(exp.Command), None)
+    if unknown is not None:
+        raise UnsupportedQuery(f"construct sqlglot does not understand: {unknown.sql(DIALECT)[:60]}")
+    return statement
+
+
+def physical_tables(expression: exp.Expression) -> List[str]:
+    """`db.table` names read by the query (CTE references excluded), lowercase, in order."""
+    cte_names = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
+    seen: List[str] = []
+    for table in expression.find_all(exp.Table):
+        if not table.name or isinstance(table.this, exp.Func):
+            continue  # table-valued functions, VALUES etc.
+        if not table.db and table.name.lower() in cte_names:
+            continue
+        name = ".".join(p for p in (table.db, table.name) if p).lower()
+        if name not in seen:
+            seen.append(name)
+    return seen
+
+
+def outermost_select(expression: exp.Expression) -> exp.Select:
+    """The SELECT whose projections name the query's output (a union's first branch)."""
+    node = expression
+    while isinstance(node, (exp.SetOperation, exp.Subquery)):
+        node = node.this if isinstance(node, exp.Subquery) else node.left
+    if not isinstance(node, exp.Select):
+        raise UnsupportedQuery(f"unsupported top-level query: {type(node).__name__}")
+    return node
+
+
+def output_names(expression: exp.Expression) -> List[str]:
+    return [p.alias_or_name for p in outermost_select(expression).selects]
+
+
+def _pin_output_names(select: exp.Select) -> None:
+    """Remember each alias as written (qualify lowercases even quoted names in Spark's dialect);
+    a plain column keeps the catalog's case, as Spark names it; anything else needs an alias."""
+    for projection in list(select.selects):
+        if isinstance(projection, exp.Alias):
+            projection.args["alias"].meta[_ORIGINAL_NAME] = projection.alias
+            continue
+        inner = projection.unnest() if isinstance(projection, exp.Paren) else projection
+        if isinstance(inner, (exp.Column, exp.Star)):
+            continue  # named by the catalog (stars are expanded from it)
+        # Spark names an unaliased expression after its text; we cannot reproduce that name.
+        raise UnsupportedQuery(
+            f"output expression without an alias: {projection.sql(DIALECT)[:60]} (give it an alias)"
+        )
+
+
+def _guard_distinct_order_by(expression: exp.Expression) -> None:
+    """SELECT DISTINCT (col) ... ORDER BY col: qualify turns the ORDER BY into `t.col`, which Spark
+    cannot resolve above a DISTINCT (TPC-DS q41). Point such ORDER BY keys at the output alias."""
+    for select in expression.find_all(exp.Select):
+        order = select.args.get("order")
+        if not select.args.get("distinct") or not order:
+            continue
+        by_expression = {}
+        for projection in select.selects:
+            if isinstance(projection, exp.Alias):
+                inner = projection.this.unnest() if isinstance(projection.this, exp.Paren) else projection.this
+                by_expression[inner] = projection.alias
+        for ordered in order.expressions:
+            key = ordered.this.unnest() if isinstance(ordered.this, exp.Paren) else ordered.this
+            alias = by_expression.get(key)
+            if alias:
+                ordered.set("this", exp.column(alias))
+
+
+def _unquote_safe_identifiers(expression: exp.Expression) -> None:
+    for identifier in expression.find_all(exp.Identifier):
+        if identifier.quoted and _SAFE_IDENTIFIER.match(identifier.name):
+            identifier.set("quoted", False)
+
+
+def prepare_query(sql: str, schema: Dict[str, Dict[str, Dict[str, str]]], default_db: Optional[str] = None) -> PreparedQuery:
+    """Parse, check the schema covers every table, qualify every column, keep the output names."""
+    original = parse_query(sql)
+    tables = physical_tables(original)
+    known = {f"{db}.{t}".lower() for db, ts in schema.items() for t in ts}
+    if default_db:
+        known |= {t.lower() for t in schema.get(default_db, {})}
+    missing = [t for t in tables if t not in known]
+    if missing:
+        raise UnsupportedQuery(f"no schema for {', '.join(missing)}")
+
+    working = original.copy()
+    _pin_output_names(outermost_select(working))
+    deterministic = not any(
+        f.name.lower() in NONDETERMINISTIC_FUNCTIONS or f.sql_name().lower() in NONDETERMINISTIC_FUNCTIONS
+        for f in working.find_all(exp.Func)
+    )
+    try:
+        qualified = qualify(
+            working,
+            schema=schema,
+            dialect=DIALECT,
+            db=default_db,
+            expand_alias_refs=deterministic,
+            quote_identifiers=False,
+            identify=False,
+            validate_qualify_columns=True,
+        )
+    except SqlglotError as error:
+        raise UnsupportedQuery(f"cannot qualify: {str(error).splitlines()[0]}") from error
+    _guard_distinct_order_by(qualified)
+
+    # Give output names back their case: aliases as written, columns as the catalog spells them.
+    case_of = {c.lower(): c for ts in schema.values() for cols in ts.values() for c in cols}
+    case_of.update({a.alias.lower(): a.alias for a in original.find_all(exp.Alias) if a.alias})
+    for projection in outermost_select(qualified).selects:
+        alias = projection.args.get("alias") if isinstance(projection, exp.Alias) else None
+        if alias is None:
+            continue
+        if _ORIGINAL_NAME in alias.meta:
+            alias.set("this", alias.meta[_ORIGINAL_NAME])
+        elif alias.name in case_of:
+            alias.set("this", case_of[alias.name])
+    names = output_names(qualified)
+    _unquote_safe_identifiers(qualified)
+    return PreparedQuery(expression=qualified, output_names=names, tables=tables)
+
+
+def select_scopes(expression: exp.Expression):
+    """Every SELECT scope of the query, innermost first (CTEs, derived tables, subqueries, unions)."""
+    return [s for s in traverse_scope(expression) if isinstance(s.expression, exp.Select)]
+
+
+def referenced_columns(expression: exp.Expression) -> Dict[str, Set[str]]:
+    """Columns each physical table contributes, by `db.table`: drives what the collector details."""
+    out: Dict[str, Set[str]] = {}
+    for scope in traverse_scope(expression):
+        for column in scope.columns:
+            source = scope.sources.get(column.table)
+            if isinstance(source, exp.Table):
+                name = ".".join(p for p in (source.db, source.name) if p).lower()
+                out.setdefault(name, set()).add(column.name.lower())
+    return out
+
+
+def key_columns(expression: exp.Expression) -> Dict[str, Set[str]]:
+    """Columns used as join or filter keys (ON, WHERE, GROUP BY), by physical `db.table`: the
+    collector gathers heavy hitters and histograms for these."""
+    out: Dict[str, Set[str]] = {}
+    for scope in traverse_scope(expression):
+        select = scope.expression
+        if not isinstance(select, exp.Select):
+            continue
+        clauses = [select.args.get("where"), select.args.get("group")]
+        clauses += [join.args.get("on") for join in select.args.get("joins") or []]
+        for clause in clauses:
+            if clause is None:
+                continue
+            for column in clause.find_all(exp.Column):
+                source = scope.sources.get(column.table)
+                if isinstance(source, exp.Table):
+                    name = ".".join(p for p in (source.db, source.name) if p).lower()
+                    out.setdefault(name, set()).add(column.name.lower())
+    return out

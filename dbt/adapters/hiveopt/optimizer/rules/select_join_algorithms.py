@@ -1,0 +1,156 @@
+"""Pick each join's algorithm from estimated sizes (Hive's auto map-join conversion).
+
+Spark broadcasts a relation only when its *unfiltered* size is under 10 MB, or at run time after
+the big side has already been shuffled. We estimate each build side after its filters and
+aggregates (rows x width of the columns the query reads) and add, as AST hint nodes:
+- BROADCAST(alias) when the build side fits under the broadcast threshold and is not the bigger side;
+- SHUFFLE_HASH(alias) when it does not, but is several times smaller than the other side and each
+  shuffle partition of it fits in memory (no sort of the big side).
+Never when a statistic is absent, never over a join hint the user wrote, never on the preserved
+side of an outer join (Spark cannot build there).
+
+>>> from dbt.adapters.hiveopt.optimizer import OptimizerContext, optimize
+>>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
+>>> schema = {"db": {"f": {"k": "int", "v": "double"}, "d": {"k": "int", "c": "string"}}}
+>>> stats = StatsCatalog.from_dict({
+...     "db.f": {"row_count": 10_000_000, "columns": {"k": {"ndv": 1_000_000}}},
+...     "db.d": {"row_count": 1_000_000, "columns": {"k": {"ndv": 1_000_000}, "c": {"ndv": 1000, "avg_width": 10}}}})
+>>> sql = "SELECT f.v, d.c FROM db.f JOIN db.d ON f.k = d.k WHERE d.c = 'x'"
+>>> optimize(sql, OptimizerContext(schema=schema, statistics=stats)).sql
+"SELECT /*+ BROADCAST(d) */ f.v AS v, d.c AS c FROM db.f AS f JOIN db.d AS d ON f.k = d.k WHERE d.c = 'x'"
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Set
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
+from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
+from dbt.adapters.hiveopt.optimizer.estimator import (
+    Estimator,
+    RelationEstimate,
+    conjuncts,
+    equi_pair,
+    source_alias,
+)
+from dbt.adapters.hiveopt.optimizer.statistics import Estimate
+
+NAME = "select_join_algorithms"
+
+# Join-strategy hints Spark knows; any of them in a block means the user chose: we stay out.
+JOIN_HINT_NAMES = {
+    "BROADCAST", "BROADCASTJOIN", "MAPJOIN", "MERGE", "SHUFFLE_MERGE", "MERGEJOIN",
+    "SHUFFLE_HASH", "SHUFFLE_REPLICATE_NL",
+}
+
+
+def _mb(value: Optional[float]) -> str:
+    return "unknown" if value is None else f"{value / 1024 / 1024:.2f} MB"
+
+
+def _user_join_hint(select: exp.Select) -> bool:
+    hint = select.args.get("hint")
+    if hint is None:
+        return False
+    for item in hint.expressions:
+        name = item.name if isinstance(item, (exp.JoinHint, exp.Anonymous)) else str(item.this if hasattr(item, "this") else "")
+        if str(name).upper() in JOIN_HINT_NAMES:
+            return True
+    return False
+
+
+def _columns_read(scope: Scope, alias: str) -> Set[str]:
+    return {c.name.lower() for c in scope.columns if c.table == alias}
+
+
+def _add_hints(select: exp.Select, hints: List[exp.JoinHint]) -> None:
+    existing = select.args.get("hint")
+    if existing is None:
+        select.set("hint", exp.Hint(expressions=hints))
+    else:
+        existing.set("expressions", [*existing.expressions, *hints])
+
+
+def _block_label(scope: Scope) -> str:
+    if scope.is_cte:
+        return f"cte {scope.expression.parent.alias_or_name}"
+    if scope.is_derived_table:
+        return f"derived table {scope.expression.parent.alias_or_name}"
+    if scope.is_subquery:
+        return "subquery"
+    return "root" if scope.is_root else "block"
+
+
+def select_join_algorithms(expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog) -> exp.Expression:
+    estimator = Estimator(expression, schema, statistics)
+    for scope in traverse_scope(expression):
+        select = scope.expression
+        if not isinstance(select, exp.Select) or not select.args.get("joins"):
+            continue
+        label = _block_label(scope)
+        if _user_join_hint(select):
+            log.skipped("the block has a join hint written by the user", block=label)
+            continue
+        hints = _choose(scope, select, estimator, config, log, label)
+        if hints:
+            _add_hints(select, hints)
+    return expression
+
+
+def _choose(scope: Scope, select: exp.Select, estimator: Estimator, config: OptimizerConfig, log: DecisionLog, label: str) -> List[exp.JoinHint]:
+    hints: List[exp.JoinHint] = []
+    steps = estimator.join_steps(scope)
+    first = source_alias(select.args.get("from_") or select.args.get("from"))
+    for i, join in enumerate(select.args["joins"]):
+        alias = source_alias(join)
+        side, kind = (join.side or "").upper(), (join.kind or "").upper()
+        if not any(equi_pair(p) for p in conjuncts(join.args.get("on"))):
+            log.skipped("no equi-join key: Spark cannot hash-join it", block=label, join=alias)
+            continue
+        probe_so_far = steps[i]
+        candidates = []
+        # The right relation can be the build side unless it is the preserved side.
+        if side not in ("RIGHT", "FULL"):
+            candidates.append((alias, estimator.build_side(scope, alias, join), probe_so_far))
+        # The first relation can be built on when the join is inner (or it is null-supplying).
+        if i == 0 and side in ("", "RIGHT") and kind not in ("SEMI", "ANTI"):
+            candidates.append((first, estimator.build_side(scope, first), estimator.build_side(scope, alias, join)))
+        if not candidates:
+            log.skipped(f"{side} OUTER join: no side can be built on", block=label, join=alias)
+            continue
+        best = None
+        for name, build, probe in candidates:
+            build_bytes = build.bytes(f"{name}.{c}" for c in _columns_read(scope, name))
+            probe_bytes = probe.rows * probe.width() if not probe.rows.is_absent else Estimate.absent()
+            if build_bytes.is_absent:
+                log.skipped("statistics absent for the build side: keep Spark's choice", block=label, relation=name)
+                continue
+            if best is None or build_bytes.value < best[1].value:
+                best = (name, build_bytes, probe_bytes, build.rows)
+        if best is None:
+            continue
+        name, build_bytes, probe_bytes, build_rows = best
+        details = dict(
+            block=label, join=alias, relation=name,
+            build_rows=build_rows.value, build_bytes=round(build_bytes.value),
+            probe_bytes=None if probe_bytes.is_absent else round(probe_bytes.value),
+            precision=build_bytes.precision.name.lower(),
+        )
+        smaller_than_probe = probe_bytes.is_absent or build_bytes.value <= probe_bytes.value
+        if build_bytes.value <= config.broadcast_threshold_bytes and smaller_than_probe:
+            hints.append(exp.JoinHint(this="BROADCAST", expressions=[exp.to_table(name)]))
+            log.fired(f"broadcast {name}: estimated {_mb(build_bytes.value)} <= {_mb(config.broadcast_threshold_bytes)}", hint="BROADCAST", **details)
+        elif (
+            config.shuffle_hash
+            and not probe_bytes.is_absent
+            and build_bytes.value * config.shuffle_hash_ratio <= probe_bytes.value
+            and build_bytes.value <= config.shuffle_hash_partition_bytes * config.shuffle_partitions
+        ):
+            hints.append(exp.JoinHint(this="SHUFFLE_HASH", expressions=[exp.to_table(name)]))
+            log.fired(f"shuffle-hash on {name}: estimated {_mb(build_bytes.value)}, {config.shuffle_hash_ratio:g}x smaller than the other side", hint="SHUFFLE_HASH", **details)
+        else:
+            log.skipped(f"build side {name} too big to broadcast ({_mb(build_bytes.value)}): leave sort-merge to Spark", **details)
+    return hints

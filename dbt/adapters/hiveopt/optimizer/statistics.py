@@ -1,0 +1,216 @@
+"""Statistics as the optimizer sees them: every number carries its precision.
+
+A number is EXACT (counted), ESTIMATED (sketched or derived) or ABSENT (unknown).
+ABSENT is never read as 0 or as small: arithmetic with an absent operand is absent.
+
+>>> rows = Estimate.exact(1000)
+>>> (rows * 0.5).value, (rows * 0.5).precision.name
+(500.0, 'ESTIMATED')
+>>> (rows * Estimate.absent()).is_absent
+True
+>>> TableStats.from_dict({"row_count": 10, "columns": {"a": {"ndv": 3}}}).columns["a"].ndv.value
+3
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+
+class Precision(enum.IntEnum):
+    """Ordered from worst to best, so min() of operands gives a result's precision."""
+
+    ABSENT = 0
+    ESTIMATED = 1
+    EXACT = 2
+
+
+@dataclass(frozen=True)
+class Estimate:
+    value: Optional[float]
+    precision: Precision
+
+    @staticmethod
+    def exact(value: float) -> "Estimate":
+        return Estimate(value, Precision.EXACT)
+
+    @staticmethod
+    def estimated(value: float) -> "Estimate":
+        return Estimate(value, Precision.ESTIMATED)
+
+    @staticmethod
+    def absent() -> "Estimate":
+        return Estimate(None, Precision.ABSENT)
+
+    @staticmethod
+    def of(value: Any, precision: Precision) -> "Estimate":
+        if value is None or precision == Precision.ABSENT:
+            return Estimate.absent()
+        return Estimate(float(value), precision)
+
+    @property
+    def is_absent(self) -> bool:
+        return self.precision == Precision.ABSENT or self.value is None
+
+    def _combine(self, other: Any, op) -> "Estimate":
+        if isinstance(other, Estimate):
+            if self.is_absent or other.is_absent:
+                return Estimate.absent()
+            # A derived number is at best an estimate unless both operands are exact.
+            precision = min(self.precision, other.precision)
+            return Estimate(op(self.value, other.value), precision)
+        if self.is_absent:
+            return Estimate.absent()
+        # Multiplying by a (selectivity) constant turns a count into an estimate.
+        return Estimate(op(self.value, float(other)), min(self.precision, Precision.ESTIMATED))
+
+    def __mul__(self, other: Any) -> "Estimate":
+        return self._combine(other, lambda a, b: a * b)
+
+    __rmul__ = __mul__
+
+    def __add__(self, other: Any) -> "Estimate":
+        return self._combine(other, lambda a, b: a + b)
+
+    __radd__ = __add__
+
+    def __truediv__(self, other: Any) -> "Estimate":
+        return self._combine(other, lambda a, b: a / b if b else a)
+
+    def capped(self, upper: "Estimate") -> "Estimate":
+        """min(self, upper) when both are known; keeps self's precision."""
+        if self.is_absent:
+            return self
+        if upper.is_absent or upper.value >= self.value:
+            return self
+        return Estimate(upper.value, min(self.precision, upper.precision))
+
+    def at_least(self, lower: float) -> "Estimate":
+        if self.is_absent or self.value >= lower:
+            return self
+        return Estimate(float(lower), self.precision)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"value": self.value, "precision": self.precision.name.lower()}
+
+
+def _estimate_from(raw: Any, default_precision: Precision) -> Estimate:
+    """Read a stored number: either a bare value or {"value": v, "precision": p}."""
+    if raw is None:
+        return Estimate.absent()
+    if isinstance(raw, Mapping):
+        precision = Precision[str(raw.get("precision", default_precision.name)).upper()]
+        return Estimate.of(raw.get("value"), precision)
+    return Estimate.of(raw, default_precision)
+
+
+@dataclass
+class ColumnStats:
+    """Per-column statistics. min/max/heavy hitters keep the column's values (numbers or strings)."""
+
+    ndv: Estimate = field(default_factory=Estimate.absent)
+    null_count: Estimate = field(default_factory=Estimate.absent)
+    avg_width: Estimate = field(default_factory=Estimate.absent)
+    min: Any = None
+    max: Any = None
+    data_type: Optional[str] = None
+    # [(value, count)], most frequent first; None = not gathered, [] = gathered, no heavy hitter.
+    heavy_hitters: Optional[List[Tuple[Any, float]]] = None
+    # equi-height boundaries (approx_percentile at evenly spaced ranks), None = not gathered.
+    histogram: Optional[List[Any]] = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ColumnStats":
+        hh = data.get("heavy_hitters")
+        return cls(
+            ndv=_estimate_from(data.get("ndv"), Precision.ESTIMATED),
+            null_count=_estimate_from(data.get("null_count"), Precision.EXACT),
+            avg_width=_estimate_from(data.get("avg_width"), Precision.ESTIMATED),
+            min=data.get("min"),
+            max=data.get("max"),
+            data_type=data.get("data_type"),
+            heavy_hitters=[(v, float(c)) for v, c in hh] if hh is not None else None,
+            histogram=list(data["histogram"]) if data.get("histogram") is not None else None,
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        out: Dict[str, Any] = {
+            "ndv": self.ndv.to_dict(),
+            "null_count": self.null_count.to_dict(),
+            "avg_width": self.avg_width.to_dict(),
+            "min": self.min,
+            "max": self.max,
+            "data_type": self.data_type,
+        }
+        if self.heavy_hitters is not None:
+            out["heavy_hitters"] = [[v, c] for v, c in self.heavy_hitters]
+        if self.histogram is not None:
+            out["histogram"] = list(self.histogram)
+        return out
+
+
+@dataclass
+class TableStats:
+    row_count: Estimate = field(default_factory=Estimate.absent)
+    size_bytes: Estimate = field(default_factory=Estimate.absent)
+    columns: Dict[str, ColumnStats] = field(default_factory=dict)
+    fingerprint: Optional[str] = None
+    collected_at: Optional[str] = None
+    # Set by the statistics store when the table changed since collection: not to be trusted.
+    stale: bool = False
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "TableStats":
+        return cls(
+            row_count=_estimate_from(data.get("row_count"), Precision.EXACT),
+            size_bytes=_estimate_from(data.get("size_bytes"), Precision.EXACT),
+            columns={
+                str(k).lower(): ColumnStats.from_dict(v) for k, v in (data.get("columns") or {}).items()
+            },
+            fingerprint=data.get("fingerprint"),
+            collected_at=data.get("collected_at"),
+            stale=bool(data.get("stale", False)),
+        )
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "row_count": self.row_count.to_dict(),
+            "size_bytes": self.size_bytes.to_dict(),
+            "columns": {k: v.to_dict() for k, v in self.columns.items()},
+            "fingerprint": self.fingerprint,
+            "collected_at": self.collected_at,
+            "stale": self.stale,
+        }
+
+    def column(self, name: str) -> ColumnStats:
+        return self.columns.get(name.lower()) or ColumnStats()
+
+
+class StatsCatalog:
+    """Statistics by table name (`db.table`, case-insensitive). Unknown tables are None."""
+
+    def __init__(self, tables: Optional[Mapping[str, TableStats]] = None):
+        self._tables: Dict[str, TableStats] = {}
+        for name, stats in (tables or {}).items():
+            self.put(name, stats)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "StatsCatalog":
+        return cls({name: TableStats.from_dict(t) for name, t in data.items()})
+
+    def put(self, name: str, stats: TableStats) -> None:
+        self._tables[name.lower()] = stats
+
+    def get(self, name: str) -> Optional[TableStats]:
+        stats = self._tables.get(name.lower())
+        if stats is None or stats.stale:
+            return None
+        return stats
+
+    def names(self) -> List[str]:
+        return sorted(self._tables)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {name: stats.to_dict() for name, stats in self._tables.items()}

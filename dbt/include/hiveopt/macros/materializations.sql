@@ -1,0 +1,15 @@
+{#-- dbt-spark's table and incremental materializations, followed by statistics gathering of the
+     relation just built (Hive's hive.stats.autogather). --#}
+
+{% materialization table, adapter='hiveopt', supported_languages=['sql', 'python'] %}
+  {%- set result = materialization_table_spark() -%}
+  {%- do adapter.hiveopt_after_build(result['relations'], model, config.get('hiveopt')) -%}
+  {{ return(result) }}
+{% endmaterialization %}
+
+
+{% materialization incremental, adapter='hiveopt', supported_languages=['sql', 'python'] %}
+  {%- set result = materialization_incremental_spark() -%}
+  {%- do adapter.hiveopt_after_build(result['relations'], model, config.get('hiveopt')) -%}
+  {{ return(result) }}
+{% endmaterialization %}
