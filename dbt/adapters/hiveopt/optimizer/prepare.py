@@ -64,8 +64,8 @@ def physical_tables(expression: exp.Expression) -> List[str]:
     cte_names = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
     seen: List[str] = []
     for table in expression.find_all(exp.Table):
-        if not table.name or isinstance(table.this, exp.Func):
-            continue  # table-valued functions, VALUES etc.
+        if not table.name or isinstance(table.this, exp.Func) or table.find_ancestor(exp.Hint):
+            continue  # table-valued functions, VALUES, names inside hints
         if not table.db and table.name.lower() in cte_names:
             continue
         name = ".".join(p for p in (table.db, table.name) if p).lower()

@@ -1,0 +1,38 @@
+# dbt-hiveopt: `make demo` runs the example project through hiveopt on local Spark;
+# `make test` runs the whole suite. Both set everything up from a fresh clone.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+TPCH_SCALE ?= 0.1
+TPCH_DIR := $(CURDIR)/data/tpch-$(TPCH_SCALE)
+export HIVEOPT_TPCH_DIR := $(TPCH_DIR)
+PYTEST_ARGS ?=
+
+.PHONY: install data demo test bench clean
+
+$(VENV)/.installed: pyproject.toml
+	@command -v java >/dev/null || { echo "Java 17 is needed by Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e ".[test]"
+	touch $@
+
+install: $(VENV)/.installed
+
+data: install
+	PATH="$(BIN):$$PATH" bash integration_tests/scripts/generate_tpch.sh $(TPCH_SCALE) $(TPCH_DIR)
+
+demo: data
+	cd integration_tests && $(BIN)/dbt build --profiles-dir . --target session
+	@echo
+	@echo "Optimized SQL and the optimizer's record of every model: integration_tests/target/hiveopt/<model>.sql and <model>.json"
+	@echo "One model, before and after:  $(VENV)/bin/hiveopt explain revenue_by_nation --project-dir integration_tests"
+
+test: data
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+bench: install
+	$(BIN)/python bench/broadcast.py
+
+clean:
+	rm -rf integration_tests/target integration_tests/logs integration_tests/.hiveopt-spark .pytest_cache

@@ -1,0 +1,93 @@
+"""The `hiveopt` console command.
+
+  hiveopt explain MODEL [--project-dir DIR]     before/after SQL and the decisions of one model
+  hiveopt analyze NAME... [--project-dir DIR] [--profiles-dir DIR] [--target T]
+                                                gather statistics now (db.table, a model's name,
+                                                or source_name.table), through dbt's own connection
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional
+
+import sqlglot
+
+
+def _pretty(sql: str) -> str:
+    try:
+        return sqlglot.transpile(sql, read="spark", write="spark", pretty=True)[0]
+    except Exception:
+        return sql
+
+
+def explain(model: str, project_dir: str) -> int:
+    path = os.path.join(project_dir, "target", "hiveopt", f"{model}.json")
+    if not os.path.exists(path):
+        print(f"no record for {model} at {path}: run the model with a hiveopt profile first", file=sys.stderr)
+        return 1
+    with open(path) as handle:
+        record = json.load(handle)
+    print(f"model {model}: {'rewritten' if record.get('changed') else 'unchanged'}"
+          f" in {record.get('optimizer_ms', 0):.1f} ms")
+    if record.get("fallback_reason"):
+        print(f"not optimized: {record['fallback_reason']}")
+    print("\n-- before\n" + _pretty(record.get("original_sql", "")))
+    if record.get("changed"):
+        print("\n-- after\n" + _pretty(record.get("optimized_sql", "")))
+    print("\n-- decisions")
+    for rule in record.get("rules", []):
+        print(f"{rule['rule']}: {'fired' if rule['fired'] else 'did not fire'} ({rule['elapsed_ms']:.1f} ms)")
+        for decision in rule.get("decisions", []):
+            mark = "+" if decision["fired"] else "-"
+            print(f"  {mark} {decision['reason']}")
+    print("\n-- estimated rows per block")
+    for block, estimate in (record.get("estimates") or {}).items():
+        if isinstance(estimate, dict):
+            print(f"  {block}: {estimate.get('value')} ({estimate.get('precision')})")
+    print("\n-- statistics used")
+    for table, used in (record.get("statistics_used") or {}).items():
+        print(f"  {table}: {used}")
+    for table, cost in (record.get("after_build_statistics") or {}).items():
+        print(f"  gathered {table} after the build: {cost}")
+    return 0
+
+
+def analyze(names: List[str], project_dir: str, profiles_dir: Optional[str], target: Optional[str]) -> int:
+    from dbt.cli.main import dbtRunner
+
+    relations = [n for n in names if n.count(".") == 1 and not n.startswith("source:")]
+    models = [n for n in names if "." not in n]
+    sources = [n[len("source:"):] for n in names if n.startswith("source:")]
+    args = ["run-operation", "hiveopt_analyze", "--project-dir", project_dir,
+            "--args", json.dumps({"relations": relations, "models": models, "sources": sources})]
+    if profiles_dir:
+        args += ["--profiles-dir", profiles_dir]
+    if target:
+        args += ["--target", target]
+    result = dbtRunner().invoke(args)
+    return 0 if result.success else 1
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="hiveopt", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    p_explain = commands.add_parser("explain", help="show one model's optimization record")
+    p_explain.add_argument("model")
+    p_explain.add_argument("--project-dir", default=".")
+    p_analyze = commands.add_parser("analyze", help="gather statistics now")
+    p_analyze.add_argument("names", nargs="+", help="db.table, a model name, or source:source_name.table")
+    p_analyze.add_argument("--project-dir", default=".")
+    p_analyze.add_argument("--profiles-dir")
+    p_analyze.add_argument("--target")
+    args = parser.parse_args(argv)
+    if args.command == "explain":
+        return explain(args.model, args.project_dir)
+    return analyze(args.names, args.project_dir, args.profiles_dir, args.target)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

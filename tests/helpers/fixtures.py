@@ -1,0 +1,70 @@
+"""Optimizer fixtures in sqlglot's style: one file per rule under tests/fixtures/optimizer/.
+
+A case is a block of `# key: value` lines, then the input SQL ending in `;`, then optionally the
+expected SQL ending in `;`. No expected SQL means the rule must not fire. `# stats: NAME` picks a
+schema and statistics set from statistics.json; `# execute: false` keeps a case off Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "optimizer")
+
+
+@dataclass
+class Case:
+    rule: str
+    title: str
+    sql: str
+    expected: Optional[str]
+    stats: str
+    meta: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def executable(self) -> bool:
+        return self.meta.get("execute", "true").lower() != "false"
+
+    def __str__(self) -> str:
+        return f"{self.rule}: {self.title}"
+
+
+def load_sets() -> Dict[str, dict]:
+    with open(os.path.join(FIXTURES, "statistics.json")) as handle:
+        return json.load(handle)
+
+
+def load_cases(rule: str) -> List[Case]:
+    with open(os.path.join(FIXTURES, f"{rule}.sql")) as handle:
+        text = handle.read()
+    cases = []
+    for block in [b for b in text.split("\n\n") if b.strip()]:
+        meta: Dict[str, str] = {}
+        body: List[str] = []
+        for line in block.strip().splitlines():
+            if line.startswith("#"):
+                key, _, value = line[1:].partition(":")
+                meta[key.strip()] = value.strip()
+            else:
+                body.append(line)
+        statements = [s.strip() for s in "\n".join(body).split(";\n") if s.strip()]
+        statements = [s[:-1] if s.endswith(";") else s for s in statements]
+        cases.append(Case(rule, meta.get("title", ""), statements[0], statements[1] if len(statements) > 1 else None,
+                          meta.get("stats", ""), meta))
+    return cases
+
+
+def context_for(case: Case, only_rule: Optional[str] = None, **settings) -> OptimizerContext:
+    sets = load_sets()[case.stats]
+    from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
+
+    rules = {name: (only_rule is None or name == only_rule) for name in RULE_NAMES}
+    return OptimizerContext(
+        schema=sets["schema"], statistics=StatsCatalog.from_dict(sets["statistics"]),
+        config=OptimizerConfig.from_dicts({"rules": rules, **settings}), model=case.title,
+    )
