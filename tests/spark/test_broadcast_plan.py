@@ -7,7 +7,7 @@ plans a broadcast hash join. (Spark's threshold is lowered so the test data can 
 import pytest
 from collections import Counter
 
-from conftest import rows_of
+from helpers.results import rows_of
 from dbt.adapters.hiveopt.optimizer import OptimizerContext, StatsCatalog, optimize
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
 

@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import rows_of
+from helpers.results import rows_of
 from dbt.adapters.hiveopt.optimizer import optimize
 from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
 from helpers.data import create_tables, literals

@@ -1,0 +1,67 @@
+"""`dbt build` of the example project through hiveopt, on the local session and on a Spark
+Thrift server that the test starts from the pyspark package."""
+
+import json
+import os
+from collections import Counter
+
+import pytest
+
+from helpers.results import rows_of
+from helpers.dbt_run import EXAMPLE, Events, run_dbt
+
+pytestmark = pytest.mark.integration
+
+
+def build(target, tmp_path, events=None):
+    target_path = str(tmp_path / "target")
+    result = run_dbt(["build", "--project-dir", EXAMPLE, "--profiles-dir", EXAMPLE, "--target", target,
+                      "--target-path", target_path, "--log-path", str(tmp_path / "logs")], events)
+    return result, os.path.join(target_path, "hiveopt")
+
+
+def check_build(result, report_dir):
+    assert result.success, [(r.node.name, r.status, r.message) for r in result.result.results if str(r.status) not in ("pass", "success")]
+    statuses = Counter(str(r.status) for r in result.result.results)
+    assert statuses["error"] == 0 and statuses["fail"] == 0
+    assert statuses["pass"] >= 20  # schema tests, the singular test and the unit test
+    with open(os.path.join(report_dir, "revenue_by_nation.json")) as handle:
+        record = json.load(handle)
+    assert record["fired_rules"] == ["select_join_algorithms"]
+    assert "BROADCAST(" in open(os.path.join(report_dir, "revenue_by_nation.sql")).read()
+    assert record["statistics_used"]["analytics.stg_orders"]["precision"] == "exact"
+    assert record["statistics_used"]["analytics.stg_nations"]["precision"] == "absent"  # a view
+    cost = record["after_build_statistics"]["analytics.revenue_by_nation"]
+    assert cost["gather_seconds"] > 0 and cost["build_seconds"] > 0
+    # The view is optimized too; the outer join keeps its preserved side.
+    assert os.path.exists(os.path.join(report_dir, "customer_orders.sql"))
+    assert os.path.exists(os.path.join(report_dir, "unit_test.brand_revenue_keeps_one_brand.json"))
+    return record
+
+
+def test_build_on_local_session(spark, tpch_dir, tmp_path):
+    events = Events()
+    result, report_dir = build("session", tmp_path, events)
+    record = check_build(result, report_dir)
+    assert events.matching("hiveopt: revenue_by_nation: select_join_algorithms")
+    # What Spark stored equals what the model as written returns.
+    stored = rows_of(spark, "SELECT nation_name, revenue, line_count FROM analytics.revenue_by_nation")
+    written = rows_of(spark, record["original_sql"])
+    assert Counter(stored) == Counter(written) and len(stored) == 5
+    # Statistics live in the warehouse, for the next run and other machines.
+    stored_stats = spark.sql("SELECT DISTINCT table_name FROM hiveopt.statistics").collect()
+    assert {"analytics.stg_lineitem", "tpch.lineitem", "analytics.revenue_by_nation"} <= {r[0] for r in stored_stats}
+
+
+@pytest.mark.thrift
+def test_build_on_thrift_server(spark, tpch_dir, tmp_path, monkeypatch):
+    from dbt.adapters.hiveopt import thrift_server
+
+    server = thrift_server.start(str(tmp_path / "thrift-home"))
+    try:
+        monkeypatch.setenv("HIVEOPT_THRIFT_PORT", str(server.port))
+        result, report_dir = build("thrift", tmp_path)
+        check_build(result, report_dir)
+    finally:
+        server.stop()
+    assert server.process.poll() is not None
