@@ -1,0 +1,138 @@
+"""dbt's commands through a `type: hiveopt` session profile on a small project of its own:
+debug, seed, run, test, show, run-operation hiveopt_analyze; per-model switches, verify mode,
+and the one warning of a fallback."""
+
+import json
+import os
+import textwrap
+
+import pytest
+
+from helpers.dbt_run import Events, run_dbt
+
+pytestmark = pytest.mark.integration
+
+JOIN = """
+select p.name, o.amount
+from {{ ref('orders') }} o
+join {{ ref('people') }} p on p.id = o.person_id
+where p.country = 'NL'
+"""
+
+FILES = {
+    "dbt_project.yml": """
+        name: commands
+        version: "1.0"
+        config-version: 2
+        profile: commands
+        models:
+          commands:
+            +materialized: table
+        """,
+    "seeds/people.csv": "id,name,country\n1,ann,NL\n2,bob,DE\n3,cas,NL\n,nobody,NL\n3,dup,NL\n",
+    "seeds/orders.csv": "order_id,person_id,amount\n10,1,5.0\n11,1,7.5\n12,2,1.0\n13,3,2.0\n14,,9.0\n15,3,2.0\n",
+    "models/joined.sql": JOIN,
+    "models/switched_off.sql": "{{ config(hiveopt={'enabled': false}) }}\n" + JOIN,
+    "models/rule_off.sql": "{{ config(hiveopt={'rules': {'select_join_algorithms': false}}) }}\n" + JOIN,
+    "models/verified.sql": "{{ config(hiveopt={'verify': true}) }}\n" + JOIN,
+    "models/unaliased.sql": "select count(*) from {{ ref('people') }}",
+    "models/schema.yml": """
+        version: 2
+        models:
+          - name: joined
+            columns:
+              - name: name
+                data_tests: [not_null]
+        """,
+}
+
+
+@pytest.fixture(scope="module")
+def project(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("commands")
+    for path, text in FILES.items():
+        os.makedirs(os.path.dirname(root / path), exist_ok=True)
+        (root / path).write_text(textwrap.dedent(text).lstrip())
+    (root / "profiles.yml").write_text(textwrap.dedent("""
+        commands:
+          target: dev
+          outputs:
+            dev:
+              type: hiveopt
+              method: session
+              schema: commands
+              optimizer:
+                broadcast_threshold_bytes: 1048576
+                stats:
+                  schema: hiveopt_commands
+        """))
+    return root
+
+
+def dbt(project, *args, events=None):
+    return run_dbt([*args, "--project-dir", str(project), "--profiles-dir", str(project)], events)
+
+
+def record(project, name):
+    with open(project / "target" / "hiveopt" / f"{name}.json") as handle:
+        return json.load(handle)
+
+
+def test_debug(project):
+    assert dbt(project, "debug").success
+
+
+def test_seed_run_test_show(project, spark):
+    assert dbt(project, "seed").success
+    events = Events()
+    run = dbt(project, "run", events=events)
+    assert run.success
+    assert record(project, "joined")["fired_rules"] == ["select_join_algorithms"]
+    assert record(project, "verified")["fired_rules"] == ["select_join_algorithms"]
+    assert not os.path.exists(project / "target" / "hiveopt" / "switched_off.json")  # no optimizer at all
+    assert record(project, "rule_off")["fired_rules"] == []
+    assert record(project, "rule_off")["rules"][0]["enabled"] is False
+    # The unaliased output cannot keep Spark's own column name: one warning, model built as written.
+    warnings = events.matching("hiveopt: unaliased: not optimized")
+    assert len(warnings) == 1 and "give it an alias" in warnings[0]
+    assert spark.sql("SELECT * FROM commands.unaliased").columns == ["count(1)"]
+    # Same rows whatever the optimizer did (NULL keys and duplicate keys in the seeds).
+    for name in ("switched_off", "rule_off", "verified"):
+        assert sorted(spark.table(f"commands.{name}").collect()) == sorted(spark.table("commands.joined").collect())
+    assert dbt(project, "test").success
+    show = dbt(project, "show", "--select", "joined")
+    assert show.success
+
+
+def test_run_operation_analyze(project):
+    events = Events()
+    result = dbt(project, "run-operation", "hiveopt_analyze", "--args", "{models: [people], relations: [commands.orders]}", events=events)
+    assert result.success
+    assert events.matching("hiveopt: analyzed commands.people: 5 rows")
+    assert events.matching("hiveopt: analyzed commands.orders: 6 rows")
+
+
+def test_verify_catches_a_wrong_rewrite(project, monkeypatch):
+    """A deliberately wrong rule: verify mode fails the model and shows both SQL texts."""
+    from sqlglot import exp
+
+    from dbt.adapters.hiveopt.optimizer import pipeline
+
+    def wrong(expression, log):
+        expression.set("where", None)  # drops the filter: different results
+        log.fired("dropped the filter")
+        return expression
+
+    monkeypatch.setattr(pipeline, "RULES", (("select_join_algorithms", wrong),))
+    result = dbt(project, "run", "--select", "verified")
+    assert not result.success
+    message = result.result.results[0].message
+    assert "hiveopt verify: verified" in message and "-- original:" in message and "-- optimized:" in message
+
+
+def test_explain_command(project, capsys):
+    from dbt.adapters.hiveopt.cli import main
+
+    assert main(["explain", "joined", "--project-dir", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert "BROADCAST" in out and "+ broadcast p" in out
