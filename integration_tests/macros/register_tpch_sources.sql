@@ -1,4 +1,4 @@
-{#-- Register the generated TPC-H Parquet folders as external tables (schema tpch). The folder is
+{#-- Register the generated TPC-H Parquet folders as external tables (schema var tpch_schema, default tpch). The folder is
      HIVEOPT_TPCH_DIR, which `make data` fills. --#}
 {% macro register_tpch_sources() %}
   {%- if execute -%}
@@ -6,10 +6,11 @@
     {%- if root == '' -%}
       {{ exceptions.raise_compiler_error("Set HIVEOPT_TPCH_DIR to the TPC-H Parquet folder (make data prints it)") }}
     {%- endif -%}
-    {%- do run_query("create database if not exists tpch") -%}
+    {%- set schema = var('tpch_schema', 'tpch') -%}
+    {%- do run_query("create database if not exists " ~ schema) -%}
     {%- for table in ['region', 'nation', 'customer', 'orders', 'lineitem', 'part', 'supplier', 'partsupp'] -%}
       {%- set location = (root ~ '/' ~ table) | replace("'", "\\'") -%}
-      {%- do run_query("create table if not exists tpch." ~ table ~ " using parquet location '" ~ location ~ "'") -%}
+      {%- do run_query("create table if not exists " ~ schema ~ "." ~ table ~ " using parquet location '" ~ location ~ "'") -%}
     {%- endfor -%}
   {%- endif -%}
 {% endmacro %}
