@@ -10,11 +10,17 @@ PYTEST_ARGS ?=
 
 .PHONY: install data demo test bench clean
 
-$(VENV)/.installed: pyproject.toml
+# A regular (not editable) install: dbt finds adapters by listing dbt/adapters/*/ in
+# site-packages (`dbt init`, `dbt --version`), which an editable install does not populate.
+# Reinstalled whenever a source file changes, so tests always run the working tree.
+SOURCES := pyproject.toml $(shell find dbt -type f \( -name '*.py' -o -name '*.sql' -o -name '*.yml' \) 2>/dev/null)
+
+$(VENV)/.installed: $(SOURCES)
 	@command -v java >/dev/null || { echo "Java 17 is needed by Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[test]"
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip hatchling
+	$(BIN)/pip install -q --no-build-isolation ".[test]"
+	$(BIN)/pip install -q --no-build-isolation --no-deps --force-reinstall .
 	touch $@
 
 install: $(VENV)/.installed
@@ -24,6 +30,8 @@ data: install
 
 demo: data
 	cd integration_tests && $(BIN)/dbt build --profiles-dir . --target session
+	@echo
+	$(BIN)/hiveopt summary --project-dir integration_tests
 	@echo
 	@echo "Optimized SQL and the optimizer's record of every model: integration_tests/target/hiveopt/<model>.sql and <model>.json"
 	@echo "One model, before and after:  $(VENV)/bin/hiveopt explain revenue_by_nation --project-dir integration_tests"

@@ -72,3 +72,9 @@ def test_missing_column_statistics_use_named_defaults():
 def test_stale_statistics_are_not_trusted():
     stats = StatsCatalog.from_dict({"db.u": {"row_count": 50, "stale": True}})
     assert rows("SELECT k FROM db.u", stats).is_absent
+
+
+def test_two_bounds_on_one_column_form_one_interval():
+    # Not 0.5 * 0.5: the month of July is one twelfth of the year, not a quarter of it.
+    estimate = rows("SELECT k FROM db.t WHERE d >= DATE '2020-07-01' AND d < DATE '2020-08-01'")
+    assert estimate.value == pytest.approx(1000 * 31 / 365, rel=0.05)

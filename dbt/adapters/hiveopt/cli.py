@@ -1,5 +1,7 @@
 """The `hiveopt` console command.
 
+  hiveopt summary [--project-dir DIR]           one line per model: rules fired, optimizer time,
+                                                statistics-gathering cost against the build
   hiveopt explain MODEL [--project-dir DIR]     before/after SQL and the decisions of one model
   hiveopt analyze NAME... [--project-dir DIR] [--profiles-dir DIR] [--target T]
                                                 gather statistics now (db.table, a model's name,
@@ -56,6 +58,24 @@ def explain(model: str, project_dir: str) -> int:
     return 0
 
 
+def summary(project_dir: str) -> int:
+    folder = os.path.join(project_dir, "target", "hiveopt")
+    if not os.path.isdir(folder):
+        print(f"no records in {folder}: run dbt with a hiveopt profile first", file=sys.stderr)
+        return 1
+    print(f"{'model':45} {'rules fired':28} {'opt ms':>7} {'gather s':>9} {'build s':>8} {'ratio':>6}")
+    for name in sorted(n[:-5] for n in os.listdir(folder) if n.endswith(".json")):
+        with open(os.path.join(folder, name + ".json")) as handle:
+            record = json.load(handle)
+        fired = ", ".join(record.get("fired_rules") or []) or ("fallback" if record.get("fallback_reason") else "-")
+        gather = build = ratio = ""
+        for cost in (record.get("after_build_statistics") or {}).values():
+            gather, build = f"{cost['gather_seconds']:.2f}", f"{cost['build_seconds'] or 0:.2f}"
+            ratio = f"{cost['cost_ratio']:.2f}" if cost.get("cost_ratio") is not None else ""
+        print(f"{name:45} {fired:28} {record.get('optimizer_ms', 0):7.1f} {gather:>9} {build:>8} {ratio:>6}")
+    return 0
+
+
 def analyze(names: List[str], project_dir: str, profiles_dir: Optional[str], target: Optional[str]) -> int:
     from dbt.cli.main import dbtRunner
 
@@ -78,6 +98,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p_explain = commands.add_parser("explain", help="show one model's optimization record")
     p_explain.add_argument("model")
     p_explain.add_argument("--project-dir", default=".")
+    p_summary = commands.add_parser("summary", help="one line per model of the last run")
+    p_summary.add_argument("--project-dir", default=".")
     p_analyze = commands.add_parser("analyze", help="gather statistics now")
     p_analyze.add_argument("names", nargs="+", help="db.table, a model name, or source:source_name.table")
     p_analyze.add_argument("--project-dir", default=".")
@@ -86,6 +108,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "explain":
         return explain(args.model, args.project_dir)
+    if args.command == "summary":
+        return summary(args.project_dir)
     return analyze(args.names, args.project_dir, args.profiles_dir, args.target)
 
 

@@ -30,6 +30,8 @@ Execute = Callable[[str], List[Tuple[Any, ...]]]
 
 DEFAULT_STATS_SCHEMA = "hiveopt"
 STATS_TABLE = "statistics"
+# The store is append-only; past this many superseded rows a run rewrites it with the latest only.
+COMPACT_AFTER_SUPERSEDED_ROWS = 200
 DEFAULT_HEAVY_HITTERS = 10
 DEFAULT_HISTOGRAM_BUCKETS = 32
 # approx_percentile accuracy: 1/accuracy is the relative rank error (Spark's default is 10000).
@@ -187,7 +189,7 @@ class StatisticsService:
         self._lock = threading.RLock()
         self._infos: Dict[str, TableInfo] = {}
         self._stats: Dict[str, TableStats] = {}
-        self._loaded: Set[str] = set()
+        self._store_loaded = False
         self._store_ready = False
 
     @property
@@ -201,12 +203,13 @@ class StatisticsService:
         with self._lock:
             if name in self._infos and not refresh:
                 return self._infos[name]
-        table = exp.to_table(name)
-        info = parse_describe(name, self.execute(f"DESCRIBE TABLE EXTENDED {table.sql(DIALECT)}"))
-        if not info.is_view:
-            # NOSCAN lists the files: the size in the catalog (and our fingerprint) becomes current.
-            self.execute(f"ANALYZE TABLE {table.sql(DIALECT)} COMPUTE STATISTICS NOSCAN")
-            info = parse_describe(name, self.execute(f"DESCRIBE TABLE EXTENDED {table.sql(DIALECT)}"))
+        table = exp.to_table(name).sql(DIALECT)
+        info = parse_describe(name, self.execute(f"DESCRIBE TABLE EXTENDED {table}"))
+        if not info.is_view and info.size_bytes is None:
+            # No size in the catalog: never measured, or dropped by Spark when the table was
+            # written since (an INSERT clears stale catalog statistics). NOSCAN only lists files.
+            self.execute(f"ANALYZE TABLE {table} COMPUTE STATISTICS NOSCAN")
+            info = parse_describe(name, self.execute(f"DESCRIBE TABLE EXTENDED {table}"))
         with self._lock:
             self._infos[name] = info
         return info
@@ -215,7 +218,6 @@ class StatisticsService:
         with self._lock:
             self._infos.pop(name.lower(), None)
             self._stats.pop(name.lower(), None)
-            self._loaded.discard(name.lower())
 
     # -- the store ----------------------------------------------------------------------------
     def _ensure_store(self) -> None:
@@ -224,53 +226,59 @@ class StatisticsService:
         self.execute(f"CREATE DATABASE IF NOT EXISTS {exp.to_identifier(self.stats_schema).sql(DIALECT)}")
         self.execute(
             f"CREATE TABLE IF NOT EXISTS {self.store_table.sql(DIALECT)} (table_name STRING, fingerprint STRING, "
-            "collected_at STRING, gather_seconds DOUBLE, payload STRING) USING parquet"
+            "saved_at STRING, gather_seconds DOUBLE, payload STRING) USING parquet"
         )
         self._store_ready = True
 
-    def load(self, names: Iterable[str]) -> None:
-        """Read the latest stored statistics of the named tables into the cache (one query)."""
-        wanted = sorted({n.lower() for n in names} - self._loaded)
-        if not wanted:
+    def load(self, names: Iterable[str] = ()) -> None:
+        """Read the latest statistics of every table in the store, once per run (one query)."""
+        if self._store_loaded:
             return
         self._ensure_store()
-        query = (
-            exp.select("table_name", "fingerprint", "collected_at", "payload")
-            .from_(self.store_table)
-            .where(exp.column("table_name").isin(*[exp.Literal.string(n) for n in wanted]))
-        )
-        latest: Dict[str, Tuple[str, TableStats]] = {}
-        for table_name, fingerprint, collected_at, payload in self.execute(query.sql(DIALECT)):
+        query = exp.select("table_name", "fingerprint", "saved_at", "payload").from_(self.store_table)
+        rows = self.execute(query.sql(DIALECT))
+        latest: Dict[str, Tuple[str, Any, Any]] = {}
+        for table_name, fingerprint, saved_at, payload in rows:
             key = str(table_name)
-            if key in latest and latest[key][0] >= str(collected_at):
-                continue
-            stats = TableStats.from_dict(json.loads(str(payload)))
-            stats.fingerprint = str(fingerprint)
-            latest[key] = (str(collected_at), stats)
+            if key not in latest or str(saved_at) > latest[key][0]:
+                latest[key] = (str(saved_at), fingerprint, payload)
         with self._lock:
-            for name in wanted:
-                if name in latest:
-                    self._stats[name] = latest[name][1]
-                self._loaded.add(name)
+            for key, (_, fingerprint, payload) in latest.items():
+                if key not in self._stats:
+                    stats = TableStats.from_dict(json.loads(str(payload)))
+                    stats.fingerprint = str(fingerprint)
+                    self._stats[key] = stats
+            self._store_loaded = True
+        if len(rows) - len(latest) > COMPACT_AFTER_SUPERSEDED_ROWS:
+            self._compact([(k, v[0], v[1], v[2]) for k, v in latest.items()])
+
+    def _compact(self, rows: List[Tuple[Any, ...]]) -> None:
+        """Keep only the latest row per table (the store is append-only between compactions)."""
+        values = exp.Values(expressions=[
+            exp.Tuple(expressions=[exp.Literal.string(str(name)), exp.Literal.string(str(fingerprint)),
+                                   exp.Literal.string(saved_at), exp.Literal.number(0), exp.Literal.string(str(payload))])
+            for name, saved_at, fingerprint, payload in rows
+        ])
+        self.execute(exp.insert(values, self.store_table, overwrite=True).sql(DIALECT))
 
     def save(self, name: str, stats: TableStats, seconds: float) -> None:
         self._ensure_store()
+        saved_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
         row = exp.Tuple(expressions=[
             exp.Literal.string(name.lower()), exp.Literal.string(stats.fingerprint or ""),
-            exp.Literal.string(stats.collected_at or ""), exp.Literal.number(round(seconds, 3)),
+            exp.Literal.string(saved_at), exp.Literal.number(round(seconds, 3)),
             exp.Literal.string(json.dumps(stats.to_dict(), default=str)),
         ])
         insert = exp.insert(exp.Values(expressions=[row]), self.store_table)
         self.execute(insert.sql(DIALECT))
         with self._lock:
             self._stats[name.lower()] = stats
-            self._loaded.add(name.lower())
 
     # -- gathering ----------------------------------------------------------------------------
     def gather(self, name: str, key_columns: Iterable[str] = ()) -> GatherResult:
         """The full pass: every column, with detail (heavy hitters, histogram) for key columns."""
         info = self.describe(name)
-        self.load([name])
+        self.load()
         previous = self._stats.get(name.lower())
         keys = {k.lower() for k in key_columns}
         if previous is not None:  # keep detailing the keys that earlier models asked for
@@ -311,7 +319,7 @@ class StatisticsService:
         info = self.describe(name)
         if info.is_view:
             return None, "view: no statistics (its own tables have them)"
-        self.load([name])
+        self.load()
         stats = self._stats.get(name)
         if stats is None:
             return None, "never gathered"

@@ -383,19 +383,16 @@ class Estimator:
         where = scope.expression.args.get("where")
         relation = _prefixed(self.filtered_source(scope, alias, conjuncts(where.this if where else None)), alias)
         if join is not None and (join.side or "").upper() in ("", "LEFT") and _source_alias(join) == alias:
-            for predicate in conjuncts(join.args.get("on")):
-                if _aliases_of(predicate) == {alias}:
-                    relation = RelationEstimate(relation.rows * self.selectivity(predicate, relation), relation.columns)
+            local = [p for p in conjuncts(join.args.get("on")) if _aliases_of(p) == {alias}]
+            if local:
+                relation = RelationEstimate(relation.rows * self.conjunction_selectivity(local, relation), relation.columns)
         return relation
 
     def filtered_source(self, scope: Scope, alias: str, conjuncts: List[exp.Expression]) -> RelationEstimate:
         """One source with the WHERE conjuncts that read only it applied (local predicates)."""
         relation = self.source(scope, alias)
-        selectivity = 1.0
-        local = _prefixed(relation, alias)
-        for predicate in conjuncts:
-            if _aliases_of(predicate) == {alias}:
-                selectivity *= self.selectivity(predicate, local)
+        local = [p for p in conjuncts if _aliases_of(p) == {alias}]
+        selectivity = self.conjunction_selectivity(local, _prefixed(relation, alias)) if local else 1.0
         rows = relation.rows * selectivity if selectivity != 1.0 else relation.rows
         return RelationEstimate(rows, {k: _cap_ndv(c, rows) for k, c in relation.columns.items()})
 
@@ -403,9 +400,9 @@ class Estimator:
         side, kind = (join.side or "").upper(), (join.kind or "").upper()
         # ON conjuncts reading only the new relation filter it first (inner joins and the
         # null-supplying side of outer joins alike).
-        for predicate in on:
-            if _aliases_of(predicate) == {alias}:
-                right = RelationEstimate(right.rows * self.selectivity(predicate, right), right.columns)
+        local = [p for p in on if _aliases_of(p) == {alias}]
+        if local:
+            right = RelationEstimate(right.rows * self.conjunction_selectivity(local, right), right.columns)
         keys = [pair for pair in (_equi_pair(p) for p in on) if pair]
         rows = self.join_rows(left, right, keys)
         other = [p for p in on if not _equi_pair(p) and len(_aliases_of(p)) > 1]
@@ -446,10 +443,35 @@ class Estimator:
         return rows.at_least(1.0)
 
     # -- predicates ---------------------------------------------------------------------------
+    def conjunction_selectivity(self, predicates: List[exp.Expression], relation: RelationEstimate) -> float:
+        """AND of predicates. Range bounds on one column form one interval (a > x AND a < y is
+        not two independent halves); everything else multiplies."""
+        selectivity = 1.0
+        bounds: Dict[str, Dict[str, List[Tuple[Any, exp.Expression]]]] = {}
+        for predicate in predicates:
+            bound = _range_bound(predicate)
+            if bound is None:
+                selectivity *= self.selectivity(predicate, relation)
+            else:
+                key, side, value = bound
+                bounds.setdefault(key, {"lower": [], "upper": []})[side].append((value, predicate))
+        for key, sides in bounds.items():
+            column = relation.column(key)
+            lows = [v for v, _ in sides["lower"] if _as_number(v) is not None]
+            highs = [v for v, _ in sides["upper"] if _as_number(v) is not None]
+            below_hi = _fraction_below(column, min(highs, key=_as_number)) if highs else None
+            below_lo = _fraction_below(column, max(lows, key=_as_number)) if lows else None
+            if lows and highs and below_hi is not None and below_lo is not None:
+                selectivity *= max(below_hi - below_lo, 0.0) * _non_null(column)
+            else:
+                for _, predicate in sides["lower"] + sides["upper"]:
+                    selectivity *= self.selectivity(predicate, relation)
+        return selectivity
+
     def selectivity(self, predicate: exp.Expression, relation: RelationEstimate) -> float:
         p = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
         if isinstance(p, exp.And):
-            return self.selectivity(p.left, relation) * self.selectivity(p.right, relation)
+            return self.conjunction_selectivity(conjuncts(p), relation)
         if isinstance(p, exp.Or):
             a, b = self.selectivity(p.left, relation), self.selectivity(p.right, relation)
             return min(a + b - a * b, 1.0)
@@ -558,6 +580,24 @@ def _aliases_of(predicate: exp.Expression) -> set:
 
 
 aliases_of = _aliases_of
+
+
+def _range_bound(predicate: exp.Expression) -> Optional[Tuple[str, str, Any]]:
+    """(`alias.column`, "lower"/"upper", value) for `column <op> literal` range predicates."""
+    p = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
+    if type(p) not in _RANGE_OPS:
+        return None
+    op = _RANGE_OPS[type(p)]
+    if isinstance(p.this, exp.Column):
+        column, (ok, value) = p.this, literal_value(p.expression)
+    elif isinstance(p.expression, exp.Column):
+        column, (ok, value) = p.expression, literal_value(p.this)
+        op = _FLIP[op]
+    else:
+        return None
+    if not ok:
+        return None
+    return f"{column.table}.{column.name}".lower(), ("lower" if op in (">", ">=") else "upper"), value
 
 
 def _equi_pair(predicate: exp.Expression) -> Optional[Tuple[exp.Column, exp.Column]]:

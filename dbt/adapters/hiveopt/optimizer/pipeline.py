@@ -4,7 +4,7 @@ each, generate Spark SQL. Any failure returns the original SQL with the reason.
 >>> from dbt.adapters.hiveopt.optimizer.context import OptimizerContext
 >>> optimize("SELECT 1 AS one", OptimizerContext()).changed
 False
->>> optimize("SELEC nonsense", OptimizerContext()).fallback_reason.startswith("cannot parse")
+>>> optimize("SELECT FROM WHERE", OptimizerContext()).fallback_reason.startswith("cannot parse")
 True
 """
 

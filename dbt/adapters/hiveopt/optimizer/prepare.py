@@ -2,14 +2,15 @@
 
 sqlglot's qualify lowercases identifiers (Spark resolves names case-insensitively) and names
 unaliased expressions `_col_N`. A CTAS keeps the case of its output names, so before qualifying
-we pin every output name of the outermost SELECT with a quoted alias, and after qualifying we give
-star-expanded columns the catalog's own case back.
+we remember every alias of the outermost SELECT as written, and after qualifying we give the
+output names back their case: aliases as written, columns (and stars) as the catalog spells them,
+which is how Spark names them.
 
 >>> q = prepare_query("SELECT Id AS MyId, name FROM db.t", {"db": {"t": {"id": "int", "Name": "string"}}})
 >>> q.output_names
-['MyId', 'name']
+['MyId', 'Name']
 >>> q.expression.sql("spark")
-'SELECT t.id AS MyId, t.name AS name FROM db.t AS t'
+'SELECT t.id AS MyId, t.name AS Name FROM db.t AS t'
 """
 
 from __future__ import annotations

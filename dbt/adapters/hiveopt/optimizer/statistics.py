@@ -9,7 +9,7 @@ ABSENT is never read as 0 or as small: arithmetic with an absent operand is abse
 >>> (rows * Estimate.absent()).is_absent
 True
 >>> TableStats.from_dict({"row_count": 10, "columns": {"a": {"ndv": 3}}}).columns["a"].ndv.value
-3
+3.0
 """
 
 from __future__ import annotations

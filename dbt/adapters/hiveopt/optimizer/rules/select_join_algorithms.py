@@ -53,13 +53,10 @@ def _mb(value: Optional[float]) -> str:
 
 def _user_join_hint(select: exp.Select) -> bool:
     hint = select.args.get("hint")
-    if hint is None:
-        return False
-    for item in hint.expressions:
-        name = item.name if isinstance(item, (exp.JoinHint, exp.Anonymous)) else str(item.this if hasattr(item, "this") else "")
-        if str(name).upper() in JOIN_HINT_NAMES:
-            return True
-    return False
+    return hint is not None and any(
+        isinstance(item, (exp.JoinHint, exp.Anonymous)) and item.name.upper() in JOIN_HINT_NAMES
+        for item in hint.expressions
+    )
 
 
 def _columns_read(scope: Scope, alias: str) -> Set[str]:
