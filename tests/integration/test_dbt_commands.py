@@ -93,7 +93,7 @@ def test_seed_run_test_show(project, spark):
     assert record(project, "rule_off")["fired_rules"] == []
     assert record(project, "rule_off")["rules"][0]["enabled"] is False
     # The unaliased output cannot keep Spark's own column name: one warning, model built as written.
-    warnings = events.matching("hiveopt: unaliased: not optimized")
+    warnings = events.matching("hiveopt adapter: unaliased: not optimized")
     assert len(warnings) == 1 and "give it an alias" in warnings[0]
     assert spark.sql("SELECT * FROM commands.unaliased").columns == ["count(1)"]
     # Same rows whatever the optimizer did (NULL keys and duplicate keys in the seeds).
@@ -110,6 +110,12 @@ def test_run_operation_analyze(project):
     assert result.success
     assert events.matching("hiveopt: analyzed commands.people: 5 rows")
     assert events.matching("hiveopt: analyzed commands.orders: 6 rows")
+
+
+def test_analyze_command(project):
+    from dbt.adapters.hiveopt.cli import main
+
+    assert main(["analyze", "joined", "commands.people", "--project-dir", str(project), "--profiles-dir", str(project)]) == 0
 
 
 def test_verify_catches_a_wrong_rewrite(project, monkeypatch):

@@ -33,7 +33,9 @@ def test_fallback_reasons(sql, reason):
 
 def test_switched_off():
     result = run("SELECT t.k FROM db.t JOIN db.u ON t.k = u.k", enabled=False)
-    assert result.fallback_reason == "optimizer switched off" and not result.changed
+    assert result.fallback_reason == "optimizer switched off" and result.switched_off and not result.changed
+    result = run("SELECT t.k FROM db.t JOIN db.u ON t.k = u.k", rules={"select_join_algorithms": False})
+    assert result.fallback_reason == "every rule switched off" and result.switched_off
 
 
 def test_a_failing_rule_falls_back(monkeypatch):

@@ -22,9 +22,11 @@ from dbt.adapters.hiveopt.connections import HiveoptConnectionManager
 from dbt.adapters.hiveopt.optimizer import (
     OptimizerConfig,
     OptimizerContext,
+    RULE_NAMES,
     StatsCatalog,
     UnsupportedQuery,
     key_columns,
+    needs_statistics,
     optimize,
     parse_query,
     physical_tables,
@@ -64,7 +66,9 @@ class HiveoptAdapter(SparkAdapter):
 
     def _run_sql(self, sql: str) -> List[tuple]:
         fetch = sql.lstrip().lower().startswith(_FETCHING)
+        started = time.perf_counter()
         _, table = self.execute(sql, fetch=fetch)
+        logger.debug(f"statistics I/O {time.perf_counter() - started:.3f}s: {sql[:120]}")
         return [tuple(row.values()) for row in table.rows] if fetch else []
 
     @property
@@ -92,24 +96,24 @@ class HiveoptAdapter(SparkAdapter):
         try:
             config = OptimizerConfig.from_dicts(self._optimizer_block(), model_config or {})
         except ConfigError as error:
-            logger.warning(f"hiveopt: {label}: {error}; running the model as written")
+            logger.warning(f"{label}: {error}; running the model as written")
             return sql
         if not config.enabled:
             return sql
         try:
             result, gathering = self._optimize(sql, label, config, materialization or "table")
         except Exception as error:  # the run never fails because of the optimizer
-            logger.warning(f"hiveopt: {label}: optimizer failed ({type(error).__name__}: {error}); running the model as written")
+            logger.warning(f"{label}: optimizer failed ({type(error).__name__}: {error}); running the model as written")
             return sql
-        if result.fallback_reason:
-            logger.warning(f"hiveopt: {label}: not optimized ({result.fallback_reason}); running the model as written")
+        if result.fallback_reason and not result.switched_off:
+            logger.warning(f"{label}: not optimized ({result.fallback_reason}); running the model as written")
         record = result.to_dict()
         record.update(model=label, materialization=materialization, temporary=bool(temporary), statistics_gathering=gathering)
         self._report().write(label, result.sql, record)
         if result.changed:
             fired = ", ".join(result.fired_rules)
-            logger.info(f"hiveopt: {label}: {fired} ({result.elapsed_ms:.0f} ms)")
-            logger.debug(f"hiveopt: {label}: decisions {record['rules']}")
+            logger.info(f"{label}: {fired} ({result.elapsed_ms:.0f} ms)")
+            logger.debug(f"{label}: decisions {record['rules']}")
             if config.verify:
                 verify_equal(self._run_sql, sql, result.sql, label)
         if model and model.get("unique_id"):
@@ -119,6 +123,8 @@ class HiveoptAdapter(SparkAdapter):
 
     def _optimize(self, sql: str, label: str, config: OptimizerConfig, materialization: str):
         """I/O first (catalog, statistics), then the pure optimizer."""
+        if not any(config.rule_enabled(name) for name in RULE_NAMES):
+            return optimize(sql, OptimizerContext(config=config, model=label)), {}
         try:
             tables = physical_tables(parse_query(sql))
         except UnsupportedQuery as error:
@@ -132,23 +138,26 @@ class HiveoptAdapter(SparkAdapter):
             try:
                 info = service.describe(name)
             except Exception as error:
-                logger.debug(f"hiveopt: {label}: cannot describe {name}: {error}")
+                logger.debug(f"{label}: cannot describe {name}: {error}")
                 continue
             schema.setdefault(db, {})[table] = dict(info.columns)
         statistics = StatsCatalog()
         gathering: Dict[str, Any] = {}
         auto = bool(self._stats_settings().get("auto_gather", True))
         try:
-            keys = key_columns(prepare_query(sql, schema).expression)
+            prepared = prepare_query(sql, schema)
         except UnsupportedQuery:
-            keys = {}
-        for name in tables:
-            if name.split(".", 1)[0] not in schema:
-                continue
-            stats, state, seconds = service.ensure(name, keys.get(name, ()), auto_gather=auto)
-            gathering[name] = {"state": state, "seconds": round(seconds, 3)}
-            if stats is not None:
-                statistics.put(name, stats)
+            prepared = None  # optimize() reports why; no statistics I/O for a query it cannot take
+        if prepared is not None and needs_statistics(prepared.expression, config):
+            keys = key_columns(prepared.expression)
+            for name in tables:
+                db, _, table = name.partition(".")
+                if table not in schema.get(db, {}):
+                    continue
+                stats, state, seconds = service.ensure(name, keys.get(name, ()), auto_gather=auto)
+                gathering[name] = {"state": state, "seconds": round(seconds, 3)}
+                if stats is not None:
+                    statistics.put(name, stats)
         context = OptimizerContext(schema=schema, statistics=statistics, config=config,
                                    model=label, materialization=materialization)
         return optimize(sql, context), gathering
@@ -170,9 +179,9 @@ class HiveoptAdapter(SparkAdapter):
                 result = self.statistics.gather(name)
                 ratio = result.seconds / build_seconds if build_seconds else None
                 self._report().add_gathering(label, name, result.seconds, build_seconds, ratio)
-                logger.debug(f"hiveopt: {label}: statistics of {name} in {result.seconds:.2f}s (build {build_seconds}s)")
+                logger.debug(f"{label}: statistics of {name} in {result.seconds:.2f}s (build {build_seconds}s)")
         except Exception as error:
-            logger.warning(f"hiveopt: {label}: statistics not gathered ({type(error).__name__}: {error})")
+            logger.warning(f"{label}: statistics not gathered ({type(error).__name__}: {error})")
         return ""
 
     @available

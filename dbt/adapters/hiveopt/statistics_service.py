@@ -4,9 +4,10 @@ connection (session or Thrift) and a plain SparkSession in tests.
 
 Where statistics live: a Parquet table `<stats schema>.statistics` (default schema `hiveopt`) in
 the warehouse next to the tables, one JSON payload per table and collection, keyed by the table's
-name and a fingerprint of its data (creation time and total file size, refreshed with Spark's
-`ANALYZE TABLE ... COMPUTE STATISTICS NOSCAN`). Anyone using the same metastore sees the same
-statistics; a table whose fingerprint changed since collection is stale and gathered again.
+name and a fingerprint of its data (creation time and total file size in the catalog, measured
+with Spark's `ANALYZE TABLE ... COMPUTE STATISTICS NOSCAN` when the catalog has none: Spark drops
+it when a table is written). Anyone using the same metastore sees the same statistics; a table
+whose fingerprint changed since collection is stale and gathered again.
 
 One aggregate pass per table gives row count and, per column, NDV (approx_count_distinct), null
 count, min, max and average width; for key columns (join and filter keys of the models) the same

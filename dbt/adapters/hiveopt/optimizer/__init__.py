@@ -7,7 +7,7 @@
 
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.context import OptimizedQuery, OptimizerContext
-from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES, optimize
+from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES, needs_statistics, optimize
 from dbt.adapters.hiveopt.optimizer.prepare import (
     UnsupportedQuery,
     key_columns,
@@ -26,5 +26,5 @@ from dbt.adapters.hiveopt.optimizer.statistics import (
 __all__ = [
     "ColumnStats", "Estimate", "OptimizedQuery", "OptimizerConfig", "OptimizerContext", "Precision",
     "RULE_NAMES", "StatsCatalog", "TableStats", "UnsupportedQuery", "optimize", "parse_query",
-    "key_columns", "physical_tables", "prepare_query",
+    "key_columns", "needs_statistics", "physical_tables", "prepare_query",
 ]

@@ -33,6 +33,8 @@ class OptimizedQuery:
     original_sql: str
     changed: bool = False
     fallback_reason: Optional[str] = None
+    # The configuration switched the optimizer or every rule off: a choice, not a failure.
+    switched_off: bool = False
     rules: List[RuleRun] = field(default_factory=list)
     estimates: Dict[str, Any] = field(default_factory=dict)
     statistics_used: Dict[str, Any] = field(default_factory=dict)

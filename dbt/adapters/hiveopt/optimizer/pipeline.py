@@ -17,6 +17,7 @@ from typing import Callable, List, Tuple
 from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
 
+from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.context import OptimizedQuery, OptimizerContext
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, RuleRun
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
@@ -38,6 +39,18 @@ RULE_NAMES = tuple(name for name, _ in RULES)
 # Rules that cannot both be on (Hive turns the correlation optimizer off when compile-time skew
 # join is on): {rule: rules it switches off}. None yet with a single rule.
 CONFLICTS: dict = {}
+
+
+def needs_statistics(expression: exp.Expression, config: OptimizerConfig) -> bool:
+    """Whether an enabled rule could use statistics for this query: every rule works on joins,
+    so a query without one, or with every rule off, costs no statistics I/O.
+
+    >>> import sqlglot
+    >>> cfg = OptimizerConfig()
+    >>> needs_statistics(sqlglot.parse_one("SELECT a FROM t"), cfg), needs_statistics(sqlglot.parse_one("SELECT a FROM t JOIN u ON t.k = u.k"), cfg)
+    (False, True)
+    """
+    return any(config.rule_enabled(name) for name in RULE_NAMES) and expression.find(exp.Join) is not None
 
 
 def _arguments(rule: Rule, available: dict) -> dict:
@@ -73,8 +86,10 @@ def optimize(sql: str, context: OptimizerContext) -> OptimizedQuery:
         result.elapsed_ms = (time.perf_counter() - started) * 1000
         return result
 
-    if not context.config.enabled:
-        return finish("optimizer switched off")
+    if not any(context.config.rule_enabled(name) for name in RULE_NAMES):
+        result.switched_off = True
+        result.rules = [RuleRun(rule=name, enabled=False) for name in RULE_NAMES]
+        return finish("optimizer switched off" if not context.config.enabled else "every rule switched off")
     try:
         prepared = prepare_query(sql, context.schema, context.default_db)
     except UnsupportedQuery as error:
