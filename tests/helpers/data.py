@@ -8,6 +8,8 @@ import random
 from typing import Dict, Iterable, List
 
 import sqlglot
+
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from sqlglot import exp
 
 INT_TYPES = ("int", "bigint", "smallint", "tinyint")
@@ -16,7 +18,7 @@ INT_TYPES = ("int", "bigint", "smallint", "tinyint")
 def literals(sqls: Iterable[str]) -> Dict[str, List]:
     numbers, strings = set(), set()
     for sql in sqls:
-        for literal in sqlglot.parse_one(sql, read="spark").find_all(exp.Literal):
+        for literal in sqlglot.parse_one(sql, read=DIALECT).find_all(exp.Literal):
             if literal.is_string:
                 strings.add(literal.this)
             else:

@@ -3,6 +3,8 @@
 import pytest
 import sqlglot
 
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+
 from dbt.adapters.hiveopt.optimizer import optimize
 from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
 from helpers.fixtures import context_for, load_cases
@@ -11,7 +13,7 @@ CASES = [case for rule in RULE_NAMES for case in load_cases(rule)]
 
 
 def _normalized(sql: str) -> str:
-    return sqlglot.transpile(sql, read="spark", write="spark")[0]
+    return sqlglot.transpile(sql, read=DIALECT, write=DIALECT)[0]
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

@@ -21,7 +21,9 @@ import sqlglot
 
 def _pretty(sql: str) -> str:
     try:
-        return sqlglot.transpile(sql, read="spark", write="spark", pretty=True)[0]
+        from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+
+        return sqlglot.transpile(sql, read=DIALECT, write=DIALECT, pretty=True)[0]
     except Exception:
         return sql
 

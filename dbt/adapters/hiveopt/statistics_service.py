@@ -25,6 +25,8 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set,
 
 from sqlglot import exp
 
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+
 from dbt.adapters.hiveopt.optimizer.statistics import ColumnStats, Estimate, Precision, TableStats
 
 Execute = Callable[[str], List[Tuple[Any, ...]]]
@@ -40,7 +42,6 @@ HISTOGRAM_ACCURACY = 1000
 NUMERIC_TYPES = ("tinyint", "smallint", "int", "integer", "bigint", "float", "double", "decimal", "byte", "short", "long")
 ORDERED_TYPES = NUMERIC_TYPES + ("date", "timestamp", "timestamp_ntz")
 ATOMIC_TYPES = ORDERED_TYPES + ("string", "varchar", "char", "boolean", "binary")
-DIALECT = "spark"
 
 
 def _base_type(data_type: str) -> str:

@@ -10,9 +10,10 @@ from typing import Any, Callable, List
 
 import sqlglot
 from sqlglot import exp
+
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt_common.exceptions import DbtRuntimeError
 
-DIALECT = "spark"
 
 
 def difference_query(original_sql: str, optimized_sql: str) -> exp.Query:

@@ -16,7 +16,8 @@ from typing import List
 import sqlglot
 from sqlglot import exp
 
-from dbt.adapters.hiveopt.optimizer.prepare import DIALECT, output_names
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+from dbt.adapters.hiveopt.optimizer.prepare import output_names
 
 
 class InvariantViolation(AssertionError):

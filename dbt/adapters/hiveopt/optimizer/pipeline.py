@@ -22,7 +22,8 @@ from dbt.adapters.hiveopt.optimizer.context import OptimizedQuery, OptimizerCont
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, RuleRun
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.invariants import check_invariants
-from dbt.adapters.hiveopt.optimizer.prepare import DIALECT, UnsupportedQuery, prepare_query
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+from dbt.adapters.hiveopt.optimizer.prepare import UnsupportedQuery, prepare_query
 from dbt.adapters.hiveopt.optimizer.rules.select_join_algorithms import select_join_algorithms
 
 Rule = Callable[..., exp.Expression]

@@ -25,7 +25,8 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import traverse_scope
 
-DIALECT = "spark"
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+
 _SAFE_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # Functions whose value changes per call: duplicating them (alias expansion) changes results.
 _ORIGINAL_NAME = "hiveopt_original_name"
@@ -105,6 +106,18 @@ def _pin_output_names(select: exp.Select) -> None:
         )
 
 
+def _guard_star_over_using(expression: exp.Expression) -> None:
+    """Spark puts the USING / NATURAL keys first and drops their duplicates in `*` and `t.*`;
+    sqlglot expands those stars otherwise. Such queries run as written."""
+    for select in expression.find_all(exp.Select):
+        joins = select.args.get("joins") or []
+        merged_keys = any(j.args.get("using") or (j.args.get("method") or "").upper() == "NATURAL" for j in joins)
+        star = any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star))
+                   for p in select.selects)
+        if merged_keys and star:
+            raise UnsupportedQuery("a star over a USING or NATURAL join (Spark orders its columns its own way)")
+
+
 def _guard_distinct_order_by(expression: exp.Expression) -> None:
     """SELECT DISTINCT (col) ... ORDER BY col: qualify turns the ORDER BY into `t.col`, which Spark
     cannot resolve above a DISTINCT (TPC-DS q41). Point such ORDER BY keys at the output alias."""
@@ -142,6 +155,7 @@ def prepare_query(sql: str, schema: Dict[str, Dict[str, Dict[str, str]]], defaul
         raise UnsupportedQuery(f"no schema for {', '.join(missing)}")
 
     working = original.copy()
+    _guard_star_over_using(working)
     _pin_output_names(outermost_select(working))
     deterministic = not any(
         f.name.lower() in NONDETERMINISTIC_FUNCTIONS or f.sql_name().lower() in NONDETERMINISTIC_FUNCTIONS

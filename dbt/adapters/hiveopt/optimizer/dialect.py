@@ -1,0 +1,20 @@
+"""The SQL dialect the optimizer reads and writes: sqlglot's Spark dialect, corrected where its
+reading of a text differs from Spark's own.
+
+Spark 4 reads two quotes inside a string as one quote ('it''s' is "it's"); sqlglot's Spark
+tokenizer reads them as two adjacent literals and writes CONCAT('it', 's'), which is "its".
+
+>>> import sqlglot
+>>> sqlglot.parse_one("SELECT 'it''s' AS a, 'it' 's' AS b", read=HiveoptSpark).sql(HiveoptSpark)
+"SELECT 'it\\\\'s' AS a, CONCAT('it', 's') AS b"
+"""
+
+from sqlglot.dialects.spark import Spark
+
+
+class HiveoptSpark(Spark):
+    class Tokenizer(Spark.Tokenizer):
+        STRING_ESCAPES = ["\\", "'"]
+
+
+DIALECT = HiveoptSpark
