@@ -4,6 +4,7 @@ filter on are in the domain (so filters select rows)."""
 
 from __future__ import annotations
 
+import datetime
 import random
 from typing import Dict, Iterable, List
 
@@ -33,6 +34,12 @@ def create_tables(spark, schema: Dict[str, Dict[str, Dict[str, str]]], found: Di
     rng = random.Random(seed)
     ints = list(range(0, 12)) + [n for n in found["numbers"] if abs(n) < 10**6]
     strings = found["strings"] + ["zz", "it's", "back\\slash"]
+    dates = [datetime.date(1994, 1, 1) + datetime.timedelta(days=45 * k) for k in range(16)]
+    for text in found["strings"]:
+        try:
+            dates.append(datetime.date.fromisoformat(text))
+        except ValueError:
+            pass
     for db, tables in schema.items():
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
         for table, columns in tables.items():
@@ -44,6 +51,8 @@ def create_tables(spark, schema: Dict[str, Dict[str, Dict[str, str]]], found: Di
                         row.append(None)
                     elif data_type in INT_TYPES:
                         row.append(rng.choice(ints))
+                    elif data_type == "date":
+                        row.append(rng.choice(dates))
                     elif data_type == "double":
                         row.append(float(rng.choice(ints)) + rng.choice([0.0, 0.5]))
                     else:

@@ -22,6 +22,8 @@ DEFAULT_SHUFFLE_HASH_PARTITION_BYTES = 64 * 1024 * 1024
 # Spark's shuffle-hash preference asks the build side to be 3x smaller than the stream side.
 DEFAULT_SHUFFLE_HASH_RATIO = 3.0
 DEFAULT_SHUFFLE_PARTITIONS = 200
+# Tasks that each receive a broadcast copy (the cost model charges a broadcast this many times).
+DEFAULT_PARALLELISM = 8
 
 
 class ConfigError(ValueError):
@@ -38,6 +40,7 @@ class OptimizerConfig:
     shuffle_hash_partition_bytes: int = DEFAULT_SHUFFLE_HASH_PARTITION_BYTES
     shuffle_hash_ratio: float = DEFAULT_SHUFFLE_HASH_RATIO
     shuffle_partitions: int = DEFAULT_SHUFFLE_PARTITIONS
+    parallelism: int = DEFAULT_PARALLELISM
 
     def rule_enabled(self, name: str) -> bool:
         return self.enabled and self.rules.get(name, True)
@@ -68,6 +71,7 @@ class OptimizerConfig:
         cfg.broadcast_threshold_bytes = int(cfg.broadcast_threshold_bytes)
         cfg.shuffle_hash_partition_bytes = int(cfg.shuffle_hash_partition_bytes)
         cfg.shuffle_partitions = int(cfg.shuffle_partitions)
+        cfg.parallelism = int(cfg.parallelism)
         cfg.shuffle_hash_ratio = float(cfg.shuffle_hash_ratio)
         return cfg
 

@@ -367,7 +367,7 @@ class Estimator:
             return []
         where = select.args.get("where")
         where_conjuncts = conjuncts(where.this if where else None)
-        first = _source_alias(select.args.get("from_") or select.args.get("from"))
+        first = _source_alias(select.args.get("from_"))
         acc = _prefixed(self.filtered_source(scope, first, where_conjuncts), first)
         steps = [acc]
         for join in select.args.get("joins") or []:

@@ -24,6 +24,7 @@ from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.invariants import check_invariants
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.prepare import UnsupportedQuery, prepare_query
+from dbt.adapters.hiveopt.optimizer.rules.reorder_joins import reorder_joins
 from dbt.adapters.hiveopt.optimizer.rules.select_join_algorithms import select_join_algorithms
 
 Rule = Callable[..., exp.Expression]
@@ -31,6 +32,8 @@ Rule = Callable[..., exp.Expression]
 # The rules, in order. Each line says why it stands where it does. Qualification (resolving
 # every column to its relation) runs before all of them in prepare_query.
 RULES: Tuple[Tuple[str, Rule], ...] = (
+    # Before the algorithm choice: which joins exist, and in what order, decides what is a build side.
+    ("reorder_joins", reorder_joins),
     # Last of the join rules: it sizes the build sides of the tree as the earlier rules leave it.
     ("select_join_algorithms", select_join_algorithms),
 )

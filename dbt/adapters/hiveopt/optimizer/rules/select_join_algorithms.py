@@ -100,7 +100,7 @@ def select_join_algorithms(expression: exp.Expression, schema, statistics, confi
 def _choose(scope: Scope, select: exp.Select, estimator: Estimator, config: OptimizerConfig, log: DecisionLog, label: str) -> List[exp.JoinHint]:
     hints: List[exp.JoinHint] = []
     steps = estimator.join_steps(scope)
-    first = source_alias(select.args.get("from_") or select.args.get("from"))
+    first = source_alias(select.args.get("from_"))
     for i, join in enumerate(select.args["joins"]):
         alias = source_alias(join)
         side, kind = (join.side or "").upper(), (join.kind or "").upper()

@@ -1,0 +1,238 @@
+"""Reorder inner joins by cost (Hive's Calcite CBO, phase 1).
+
+For each SELECT block, the leading run of inner joins (see join_graph) is planned again: leaf
+estimates after local filters from the estimator, join sizes |L||R|/max(NDV) over the equi-join
+edges, costs from the data-movement cost model, the order from the enumerator (exact DP over
+connected subgraphs, greedy beyond). The block is rewritten only when the best tree is cheaper
+than the written order by a margin. Join predicates go to the lowest join where everything they
+read is joined; projections, WHERE filters, GROUP BY and everything after the run stay as written,
+so the output columns and their order do not change. Without statistics for every relation of
+the run, the written order stays and the record says why.
+
+>>> from dbt.adapters.hiveopt.optimizer import OptimizerContext, optimize, StatsCatalog
+>>> schema = {"db": {"f": {"k": "int", "d": "int"}, "d1": {"k": "int", "v": "string"}, "d2": {"d": "int"}}}
+>>> stats = StatsCatalog.from_dict({
+...     "db.f": {"row_count": 10**9, "columns": {"k": {"ndv": 10**6}, "d": {"ndv": 10**6}}},
+...     "db.d1": {"row_count": 10**6, "columns": {"k": {"ndv": 10**6}, "v": {"ndv": 10**6}}},
+...     "db.d2": {"row_count": 10**6, "columns": {"d": {"ndv": 10**6}}}})
+>>> sql = "SELECT d1.v FROM db.d2 JOIN db.d1 ON 1 = 1 JOIN db.f ON f.k = d1.k AND f.d = d2.d WHERE d1.v = 'x'"
+>>> print(optimize(sql, OptimizerContext(schema=schema, statistics=stats, config=OptimizerConfig(rules={"select_join_algorithms": False}))).sql)
+SELECT d1.v AS v FROM db.d1 AS d1 JOIN db.f AS f ON f.k = d1.k JOIN db.d2 AS d2 ON f.d = d2.d WHERE d1.v = 'x' AND 1 = 1
+"""
+
+from __future__ import annotations
+
+from typing import Dict, FrozenSet, List, Optional, Tuple
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
+from dbt.adapters.hiveopt.optimizer.cost_model import CostModel, JoinInput
+from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
+from dbt.adapters.hiveopt.optimizer.enumerate_joins import MAX_DP_PAIRS, Plan, best_plan
+from dbt.adapters.hiveopt.optimizer.estimator import (
+    DEFAULT_SELECTIVITY,
+    Estimator,
+    RelationEstimate,
+    conjuncts,
+)
+from dbt.adapters.hiveopt.optimizer.join_graph import JoinGraph, build_join_graph
+
+NAME = "reorder_joins"
+# Rewrite only when the best tree is at least this much cheaper than the written one: estimates
+# are estimates, and an unchanged query is the safest query.
+MIN_RELATIVE_GAIN = 0.10
+MIN_RELATIONS = 3
+JOIN_HINT_NAMES = {"BROADCAST", "BROADCASTJOIN", "MAPJOIN", "MERGE", "SHUFFLE_MERGE", "MERGEJOIN",
+                   "SHUFFLE_HASH", "SHUFFLE_REPLICATE_NL"}
+
+
+class _Planner:
+    """Leaf and join plans of one graph, for the enumerator."""
+
+    def __init__(self, graph: JoinGraph, leaves: List[RelationEstimate], widths: List[float], model: CostModel):
+        self.graph, self.leaves, self.widths, self.model = graph, leaves, widths, model
+        self.index = {alias: i for i, alias in enumerate(graph.aliases)}
+        self.adj = [0] * len(graph.aliases)
+        for edge in graph.edges:
+            a, b = self.index[edge.left], self.index[edge.right]
+            self.adj[a] |= 1 << b
+            self.adj[b] |= 1 << a
+
+    def _mask(self, aliases) -> int:
+        return sum(1 << self.index[a] for a in aliases)
+
+    def leaf(self, i: int) -> Plan:
+        rows = self.leaves[i].rows.value
+        return Plan(1 << i, rows=rows, cost=0.0, info={"width": self.widths[i], "partitioned_on": None})
+
+    def join(self, left: Plan, right: Plan) -> Plan:
+        union = left.relations | right.relations
+        rows = left.rows * right.rows
+        keys: List[Tuple[str, str]] = []
+        for edge in self.graph.edges:
+            a, b = 1 << self.index[edge.left], 1 << self.index[edge.right]
+            if (a & left.relations and b & right.relations) or (a & right.relations and b & left.relations):
+                ca, cb = edge.columns
+                ndv_a = self.leaves[self.index[edge.left]].column(ca.name).ndv
+                ndv_b = self.leaves[self.index[edge.right]].column(cb.name).ndv
+                if ndv_a.is_absent or ndv_b.is_absent:
+                    rows = min(rows, max(left.rows, right.rows))  # a key/foreign-key guess
+                else:
+                    rows /= max(ndv_a.value, ndv_b.value, 1.0)
+                keys.append((f"{ca.table}.{ca.name}", f"{cb.table}.{cb.name}"))
+        for read, _ in self.graph.complex_predicates:
+            mask = self._mask(read)
+            if mask & union == mask and mask & left.relations != mask and mask & right.relations != mask:
+                rows *= DEFAULT_SELECTIVITY
+        rows = max(rows, 1.0)
+        width = left.info["width"] + right.info["width"]
+        cost, algorithm, partitioning = self.model.join_cost(
+            JoinInput(left.rows * left.info["width"], left.info["partitioned_on"]),
+            JoinInput(right.rows * right.info["width"], right.info["partitioned_on"]),
+            keys, rows * width)
+        return Plan(union, left, right, rows=rows, cost=left.cost + right.cost + cost,
+                    info={"width": width, "partitioned_on": partitioning, "algorithm": algorithm})
+
+    def written(self) -> Plan:
+        plan = self.leaf(0)
+        for i in range(1, len(self.graph.aliases)):
+            plan = self.join(plan, self.leaf(i))
+        return plan
+
+    def describe(self, plan: Plan) -> str:
+        if plan.is_leaf:
+            return self.graph.aliases[plan.leaves()[0]]
+        return f"({self.describe(plan.left)} ⋈ {self.describe(plan.right)})"
+
+    def intermediates(self, plan: Plan) -> List[Dict[str, object]]:
+        if plan.is_leaf:
+            return []
+        return self.intermediates(plan.left) + self.intermediates(plan.right) + [
+            {"join": self.describe(plan), "rows": round(plan.rows), "algorithm": plan.info.get("algorithm")}]
+
+
+def _user_join_hint(select: exp.Select) -> bool:
+    hint = select.args.get("hint")
+    return hint is not None and any(
+        isinstance(item, (exp.JoinHint, exp.Anonymous)) and item.name.upper() in JOIN_HINT_NAMES
+        for item in hint.expressions)
+
+
+def _label(scope: Scope) -> str:
+    if scope.is_cte:
+        return f"cte {scope.expression.parent.alias_or_name}"
+    if scope.is_derived_table:
+        return f"derived table {scope.expression.parent.alias_or_name}"
+    return "root" if scope.is_root else "subquery"
+
+
+def reorder_joins(expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog) -> exp.Expression:
+    model = CostModel(config.broadcast_threshold_bytes, config.parallelism)
+    for scope in traverse_scope(expression):
+        select = scope.expression
+        if not isinstance(select, exp.Select):
+            continue
+        graph = build_join_graph(select)
+        if graph is None or len(graph.aliases) < MIN_RELATIONS:
+            continue
+        label = _label(scope)
+        if _user_join_hint(select):
+            log.skipped("the block has a join hint written by the user: its order stays", block=label)
+            continue
+        if graph.blocked:
+            log.skipped(f"{graph.blocked}: the written order stays", block=label)
+            continue
+        estimator = Estimator(expression, schema, statistics)
+        where = select.args.get("where")
+        filters = conjuncts(where.this if where else None) + graph.local_on_predicates
+        leaves = [estimator.filtered_source(scope, alias, filters) for alias in graph.aliases]
+        absent = [a for a, leaf in zip(graph.aliases, leaves) if leaf.rows.is_absent]
+        if absent:
+            log.skipped(f"statistics absent for {', '.join(absent)}: the written order stays", block=label)
+            continue
+        widths = []
+        for alias, leaf in zip(graph.aliases, leaves):
+            read = {c.name.lower() for c in scope.columns if c.table == alias}
+            widths.append(leaf.width(read).value)
+        planner = _Planner(graph, leaves, widths, model)
+        written = planner.written()
+        best, method = best_plan(len(graph.aliases), planner.adj, planner.leaf, planner.join, MAX_DP_PAIRS)
+        details = dict(
+            block=label, relations=len(graph.aliases), method=method,
+            cost_before=round(written.cost), cost_after=round(best.cost),
+            written_tree=planner.describe(written), chosen_tree=planner.describe(best),
+            intermediates=planner.intermediates(best),
+            **({"barrier": graph.barrier} if graph.barrier else {}),
+        )
+        if best.cost > written.cost * (1 - MIN_RELATIVE_GAIN):
+            log.skipped("the written order is as cheap as the best one found", **details)
+            continue
+        if not _rewrite(select, graph, planner, best):
+            log.skipped("the best tree cannot be written as nested joins here", **details)
+            continue
+        log.fired(f"joins reordered: estimated cost {written.cost:.3g} -> {best.cost:.3g}", **details)
+    return expression
+
+
+def _rewrite(select: exp.Select, graph: JoinGraph, planner: _Planner, plan: Plan) -> bool:
+    """Write the plan as FROM + joins; join predicates at the lowest join that can hold them."""
+    placed: List[Tuple[FrozenSet[str], exp.Expression]] = [
+        (frozenset((e.left, e.right)), e.predicate) for e in graph.edges] + list(graph.complex_predicates)
+    used = set()
+
+    def predicates_for(left: Plan, right: Plan) -> List[exp.Expression]:
+        out = []
+        left_set, right_set = set(_aliases(planner, left)), set(_aliases(planner, right))
+        for i, (read, predicate) in enumerate(placed):
+            if i in used:
+                continue
+            if read <= left_set | right_set and not read <= left_set and not read <= right_set:
+                used.add(i)
+                out.append(predicate.copy())
+        return out
+
+    def build(node: Plan) -> Optional[Tuple[exp.Expression, List[exp.Join]]]:
+        if node.is_leaf:
+            return graph.sources[graph.aliases[node.leaves()[0]]].copy(), []
+        left, right = node.left, node.right
+        if not right.is_leaf and left.is_leaf:
+            left, right = right, left  # inner joins commute: keep the tree left-deep where it can be
+        built_left = build(left)
+        built_right = build(right)
+        if built_left is None or built_right is None:
+            return None
+        first, joins = built_left
+        right_first, right_joins = built_right
+        if right_joins:
+            if not isinstance(right_first, exp.Table):
+                return None  # a derived table cannot carry nested joins in sqlglot's tree
+            right_first.set("joins", right_joins)
+            right_first = exp.Subquery(this=right_first)
+        on = predicates_for(left, right)
+        join = exp.Join(this=right_first)
+        if on:
+            join.set("on", exp.and_(*on) if len(on) > 1 else on[0])
+        else:
+            join.set("kind", "CROSS")
+        return first, joins + [join]
+
+    built = build(plan)
+    if built is None or len(used) != len(placed):
+        return False
+    first, joins = built
+    rest = (select.args.get("joins") or [])[graph.run_length:]
+    select.set("from_", exp.From(this=first))
+    select.set("joins", joins + rest)
+    # Inner-join ON filters of a single relation and the join predicates taken from WHERE.
+    moved = {id(p) for p in graph.moved_from_where}
+    where = select.args.get("where")
+    kept = [p for p in conjuncts(where.this if where else None) if id(p) not in moved]
+    kept += [p.copy() for p in graph.local_on_predicates]
+    select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+    return True
+
+
+def _aliases(planner: _Planner, plan: Plan) -> List[str]:
+    return [planner.graph.aliases[i] for i in plan.leaves()]
