@@ -39,8 +39,11 @@ demo: data
 test: data
 	$(BIN)/pytest $(PYTEST_ARGS)
 
+# Benchmarks print figures (medians, ratios against plain dbt-spark in the same run); not tests.
 bench: install
 	$(BIN)/python bench/broadcast.py
+	$(BIN)/python bench/join_order.py
+	$(BIN)/python bench/optimizer_time.py
 
 clean:
 	rm -rf integration_tests/target integration_tests/logs integration_tests/.hiveopt-spark .pytest_cache

@@ -21,8 +21,7 @@ from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.context import OptimizedQuery, OptimizerContext
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, RuleRun
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
-from dbt.adapters.hiveopt.optimizer.invariants import check_invariants
-from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+from dbt.adapters.hiveopt.optimizer.invariants import check_invariants, generate_checked
 from dbt.adapters.hiveopt.optimizer.prepare import UnsupportedQuery, prepare_query
 from dbt.adapters.hiveopt.optimizer.rules.reorder_joins import reorder_joins
 from dbt.adapters.hiveopt.optimizer.rules.select_join_algorithms import select_join_algorithms
@@ -133,5 +132,8 @@ def optimize(sql: str, context: OptimizerContext) -> OptimizedQuery:
         result.estimates = {"error": f"{type(error).__name__}: {error}"}
     if any(r.fired for r in result.rules):
         # Only a query a rule changed is regenerated; otherwise Spark runs the text as written.
-        result.sql, result.changed = expression.sql(DIALECT), True
+        try:
+            result.sql, result.changed = generate_checked(expression), True
+        except Exception as error:
+            return finish(f"generated SQL failed its check: {error}")
     return finish()

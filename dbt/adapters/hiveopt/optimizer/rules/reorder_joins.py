@@ -130,6 +130,8 @@ def _label(scope: Scope) -> str:
 
 def reorder_joins(expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog) -> exp.Expression:
     model = CostModel(config.broadcast_threshold_bytes, config.parallelism)
+    # Blocks are visited innermost first and rewritten in place, so one estimator serves them all.
+    estimator = Estimator(expression, schema, statistics)
     for scope in traverse_scope(expression):
         select = scope.expression
         if not isinstance(select, exp.Select):
@@ -144,7 +146,6 @@ def reorder_joins(expression: exp.Expression, schema, statistics, config: Optimi
         if graph.blocked:
             log.skipped(f"{graph.blocked}: the written order stays", block=label)
             continue
-        estimator = Estimator(expression, schema, statistics)
         where = select.args.get("where")
         filters = conjuncts(where.this if where else None) + graph.local_on_predicates
         leaves = [estimator.filtered_source(scope, alias, filters) for alias in graph.aliases]

@@ -1,0 +1,77 @@
+"""What the benchmark scripts share: TPC-H data, one warm SparkSession, dbt invoked in-process
+for each variant (plain dbt-spark and hiveopt), alternating order, per-model timings from dbt's
+run_results.json, and the rows each variant produced."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from typing import Dict, List, Tuple
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+EXAMPLE = os.path.join(REPO, "integration_tests")
+RESULTS = os.path.join(REPO, "bench", "results")
+
+
+def prepare(scale: str):
+    """TPC-H at `scale` (generated once), a SparkSession of the benchmark's own, and the vars."""
+    data = os.path.join(REPO, "data", f"tpch-{scale}")
+    subprocess.run(["bash", os.path.join(EXAMPLE, "scripts", "generate_tpch.sh"), scale, data], check=True,
+                   env={**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]})
+    os.environ["HIVEOPT_TPCH_DIR"] = data
+    from pyspark.sql import SparkSession
+
+    from dbt.adapters.hiveopt.connections import session_configs
+
+    builder = SparkSession.builder.master("local[2]").appName("hiveopt-bench").enableHiveSupport()
+    for key, value in {**session_configs(os.path.join(RESULTS, f"spark-sf{scale}")), "spark.ui.enabled": "false",
+                       "spark.driver.memory": "6g", "spark.sql.ansi.enabled": "false"}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark, {"bench": True, "tpch_schema": f"tpch_sf{str(scale).replace('.', '_')}"}
+
+
+def dbt(args: List[str], target_path: str) -> Dict[str, float]:
+    from dbt.cli.main import dbtRunner
+
+    result = dbtRunner().invoke([*args, "--project-dir", EXAMPLE, "--profiles-dir", EXAMPLE, "--target-path",
+                                 target_path, "--log-path", os.path.join(target_path, "logs"), "--quiet"])
+    if not result.success:
+        raise SystemExit(f"dbt {' '.join(args)} failed")
+    with open(os.path.join(target_path, "run_results.json")) as handle:
+        return {r["unique_id"].split(".")[-1]: r["execution_time"] for r in json.load(handle)["results"]}
+
+
+def rows(spark, model: str):
+    return sorted((tuple(round(float(v), 4) if isinstance(v, float) or type(v).__name__ == "Decimal" else v for v in r)
+                   for r in spark.table(f"analytics_bench.{model}").collect()), key=repr)
+
+
+def measure(spark, select: List[str], models: List[str], variants: Dict[str, Tuple[str, dict]], common: dict,
+            rounds: int) -> Tuple[Dict[str, Dict[str, float]], Dict[str, Dict[str, bool]]]:
+    """Median seconds per variant and model, and whether each variant's rows equal the first's."""
+    times = {v: {m: [] for m in models} for v in variants}
+    answers: Dict[str, Dict[str, list]] = {v: {} for v in variants}
+    order = list(variants)
+    for round_ in range(rounds):
+        for variant in (order if round_ % 2 == 0 else order[::-1]):
+            target, extra = variants[variant]
+            measured = dbt(["run", "--select", *select, "--target", target, "--vars", json.dumps({**common, **extra})],
+                           os.path.join(RESULTS, variant.replace(" ", "_")))
+            for model in models:
+                times[variant][model].append(measured[model])
+                answers[variant][model] = rows(spark, model)
+        print(f"round {round_ + 1}/{rounds} done", flush=True)
+    medians = {v: {m: statistics.median(times[v][m]) for m in models} for v in variants}
+    first = order[0]
+    same = {v: {m: answers[v][m] == answers[first][m] for m in models} for v in variants}
+    return medians, same
+
+
+def record(variant: str, model: str) -> dict:
+    with open(os.path.join(RESULTS, variant.replace(" ", "_"), "hiveopt", f"{model}.json")) as handle:
+        return json.load(handle)
