@@ -131,6 +131,7 @@ class HiveoptAdapter(SparkAdapter):
             return optimize(sql, OptimizerContext(config=config, model=label)), {"skipped": str(error)}
         service = self.statistics
         schema: Dict[str, Dict[str, Dict[str, str]]] = {}
+        bucketing: Dict[str, List[str]] = {}
         for name in tables:
             if "." not in name:
                 continue  # temp views and CTE-less bare names: qualify reports the missing schema
@@ -141,6 +142,8 @@ class HiveoptAdapter(SparkAdapter):
                 logger.debug(f"{label}: cannot describe {name}: {error}")
                 continue
             schema.setdefault(db, {})[table] = dict(info.columns)
+            if info.bucket_columns:
+                bucketing[name] = list(info.bucket_columns)
         statistics = StatsCatalog()
         gathering: Dict[str, Any] = {}
         auto = bool(self._stats_settings().get("auto_gather", True))
@@ -158,8 +161,8 @@ class HiveoptAdapter(SparkAdapter):
                 gathering[name] = {"state": state, "seconds": round(seconds, 3)}
                 if stats is not None:
                     statistics.put(name, stats)
-        context = OptimizerContext(schema=schema, statistics=statistics, config=config,
-                                   model=label, materialization=materialization)
+        context = OptimizerContext(schema=schema, statistics=statistics, config=config, model=label,
+                                   materialization=materialization, bucketing=bucketing)
         return optimize(sql, context), gathering
 
     @available

@@ -56,6 +56,7 @@ class TableInfo:
     created: str = ""
     size_bytes: Optional[int] = None
     partition_columns: List[str] = field(default_factory=list)
+    bucket_columns: List[str] = field(default_factory=list)
 
     @property
     def is_view(self) -> bool:
@@ -102,9 +103,11 @@ def parse_describe(name: str, rows: Sequence[Tuple[Any, ...]]) -> TableInfo:
             size = int(statistics.split("bytes")[0].strip())
         except ValueError:
             size = None
+    buckets = [c.strip(" `") for c in details.get("Bucket Columns", "").strip("[]").split(",") if c.strip(" `")]
     return TableInfo(
         name=name.lower(), columns=columns, kind=details.get("Type", "MANAGED"),
         created=details.get("Created Time", ""), size_bytes=size, partition_columns=partitions,
+        bucket_columns=buckets,
     )
 
 

@@ -25,6 +25,8 @@ class OptimizerContext:
     # "table", "incremental", "view", ...: rules that depend on today's data skip views.
     materialization: str = "table"
     default_db: Optional[str] = None
+    # `db.table` -> its bucket columns, for tables bucketed in the catalog (no shuffle on them).
+    bucketing: Dict[str, List[str]] = field(default_factory=dict)
 
 
 @dataclass

@@ -359,23 +359,33 @@ class Estimator:
                 acc = RelationEstimate(acc.rows * self.selectivity(predicate, acc), acc.columns)
         return acc
 
-    def join_steps(self, scope: Scope) -> List[RelationEstimate]:
+    def join_steps(self, scope: Scope, first_node: Optional[exp.Expression] = None,
+                   joins: Optional[List[exp.Join]] = None) -> List[RelationEstimate]:
         """Estimates after the first source and after each join, in written (left-deep) order;
-        columns keyed `alias.column`."""
+        columns keyed `alias.column`. By default the block's FROM and joins; a nested join
+        `(a JOIN b ON ...)` passes its own first relation and joins."""
         select = scope.expression
         if not scope.selected_sources:
             return []
         where = select.args.get("where")
         where_conjuncts = conjuncts(where.this if where else None)
-        first = _source_alias(select.args.get("from_"))
-        acc = _prefixed(self.filtered_source(scope, first, where_conjuncts), first)
+        if first_node is None:
+            first_node, joins = select.args.get("from_").this, select.args.get("joins") or []
+        acc = self.relation_in_join(scope, first_node, where_conjuncts)
         steps = [acc]
-        for join in select.args.get("joins") or []:
-            alias = _source_alias(join)
-            right = _prefixed(self.filtered_source(scope, alias, where_conjuncts), alias)
-            acc = self.join(acc, right, alias, join, conjuncts(join.args.get("on")))
+        for join in joins or []:
+            right = self.relation_in_join(scope, join.this, where_conjuncts)
+            acc = self.join(acc, right, join.this.alias_or_name, join, conjuncts(join.args.get("on")))
             steps.append(acc)
         return steps
+
+    def relation_in_join(self, scope: Scope, node: exp.Expression, where_conjuncts: List[exp.Expression]) -> RelationEstimate:
+        """One FROM/JOIN item with its local WHERE filters: a relation, or a nested join."""
+        nested = nested_join(node)
+        if nested is not None:
+            return self.join_steps(scope, nested, nested.args.get("joins"))[-1]
+        alias = node.alias_or_name
+        return _prefixed(self.filtered_source(scope, alias, where_conjuncts), alias)
 
     def build_side(self, scope: Scope, alias: str, join: Optional[exp.Join] = None) -> RelationEstimate:
         """One relation as a join's build side would hold it: its WHERE and ON filters applied
@@ -608,6 +618,13 @@ def _equi_pair(predicate: exp.Expression) -> Optional[Tuple[exp.Column, exp.Colu
 
 
 equi_pair = _equi_pair
+
+
+def nested_join(node: exp.Expression) -> Optional[exp.Table]:
+    """`(a JOIN b ON ...)` in a FROM or JOIN: the first relation, which carries the nested joins."""
+    if isinstance(node, exp.Subquery) and not node.alias and isinstance(node.this, exp.Table) and node.this.args.get("joins"):
+        return node.this
+    return None
 
 
 def _source_alias(node: Optional[exp.Expression]) -> str:

@@ -111,7 +111,7 @@ def optimize(sql: str, context: OptimizerContext) -> OptimizedQuery:
         log = DecisionLog(name)
         available = dict(
             schema=context.schema, statistics=context.statistics, config=context.config,
-            materialization=context.materialization, log=log,
+            materialization=context.materialization, bucketing=context.bucketing, log=log,
         )
         rule_started = time.perf_counter()
         try:

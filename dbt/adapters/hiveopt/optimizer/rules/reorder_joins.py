@@ -51,8 +51,11 @@ JOIN_HINT_NAMES = {"BROADCAST", "BROADCASTJOIN", "MAPJOIN", "MERGE", "SHUFFLE_ME
 class _Planner:
     """Leaf and join plans of one graph, for the enumerator."""
 
-    def __init__(self, graph: JoinGraph, leaves: List[RelationEstimate], widths: List[float], model: CostModel):
+    def __init__(self, graph: JoinGraph, leaves: List[RelationEstimate], widths: List[float], model: CostModel,
+                 bucketed: Optional[List[Optional[FrozenSet[str]]]] = None):
         self.graph, self.leaves, self.widths, self.model = graph, leaves, widths, model
+        # A table bucketed on a join key is already partitioned on it: joining on it shuffles nothing.
+        self.bucketed = bucketed or [None] * len(graph.aliases)
         self.index = {alias: i for i, alias in enumerate(graph.aliases)}
         self.adj = [0] * len(graph.aliases)
         for edge in graph.edges:
@@ -65,7 +68,7 @@ class _Planner:
 
     def leaf(self, i: int) -> Plan:
         rows = self.leaves[i].rows.value
-        return Plan(1 << i, rows=rows, cost=0.0, info={"width": self.widths[i], "partitioned_on": None})
+        return Plan(1 << i, rows=rows, cost=0.0, info={"width": self.widths[i], "partitioned_on": self.bucketed[i]})
 
     def join(self, left: Plan, right: Plan) -> Plan:
         union = left.relations | right.relations
@@ -128,7 +131,15 @@ def _label(scope: Scope) -> str:
     return "root" if scope.is_root else "subquery"
 
 
-def reorder_joins(expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog) -> exp.Expression:
+def _bucket_keys(source: exp.Expression, alias: str, bucketing: Dict[str, List[str]]) -> Optional[FrozenSet[str]]:
+    if not isinstance(source, exp.Table):
+        return None
+    columns = bucketing.get(".".join(p for p in (source.db, source.name) if p).lower())
+    return frozenset(f"{alias}.{c.lower()}" for c in columns) if columns else None
+
+
+def reorder_joins(expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog,
+                  bucketing: Optional[Dict[str, List[str]]] = None) -> exp.Expression:
     model = CostModel(config.broadcast_threshold_bytes, config.parallelism)
     # Blocks are visited innermost first and rewritten in place, so one estimator serves them all.
     estimator = Estimator(expression, schema, statistics)
@@ -157,7 +168,8 @@ def reorder_joins(expression: exp.Expression, schema, statistics, config: Optimi
         for alias, leaf in zip(graph.aliases, leaves):
             read = {c.name.lower() for c in scope.columns if c.table == alias}
             widths.append(leaf.width(read).value)
-        planner = _Planner(graph, leaves, widths, model)
+        bucketed = [_bucket_keys(graph.sources[a], a, bucketing or {}) for a in graph.aliases]
+        planner = _Planner(graph, leaves, widths, model, bucketed)
         written = planner.written()
         best, method = best_plan(len(graph.aliases), planner.adj, planner.leaf, planner.join, MAX_DP_PAIRS)
         details = dict(

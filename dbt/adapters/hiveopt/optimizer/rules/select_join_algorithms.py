@@ -31,9 +31,9 @@ from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.estimator import (
     Estimator,
-    RelationEstimate,
     conjuncts,
     equi_pair,
+    nested_join,
     source_alias,
 )
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate
@@ -91,17 +91,27 @@ def select_join_algorithms(expression: exp.Expression, schema, statistics, confi
         if _user_join_hint(select):
             log.skipped("the block has a join hint written by the user", block=label)
             continue
-        hints = _choose(scope, select, estimator, config, log, label)
+        hints = _choose(scope, select.args["from_"].this, select.args["joins"], estimator, config, log, label)
         if hints:
             _add_hints(select, hints)
     return expression
 
 
-def _choose(scope: Scope, select: exp.Select, estimator: Estimator, config: OptimizerConfig, log: DecisionLog, label: str) -> List[exp.JoinHint]:
+def _choose(scope: Scope, first_node: exp.Expression, joins: List[exp.Join], estimator: Estimator,
+            config: OptimizerConfig, log: DecisionLog, label: str) -> List[exp.JoinHint]:
+    """Hints for one chain of joins (the block's, or a nested `(a JOIN b ...)` of it)."""
     hints: List[exp.JoinHint] = []
-    steps = estimator.join_steps(scope)
-    first = source_alias(select.args.get("from_"))
-    for i, join in enumerate(select.args["joins"]):
+    # Nested joins (bushy trees) are chains of their own, in the same query block.
+    for node in [first_node, *(j.this for j in joins)]:
+        nested = nested_join(node)
+        if nested is not None:
+            hints += _choose(scope, nested, nested.args["joins"], estimator, config, log, label)
+    steps = estimator.join_steps(scope, first_node, joins)
+    first = first_node.alias_or_name if nested_join(first_node) is None else None
+    for i, join in enumerate(joins):
+        if nested_join(join.this) is not None:
+            log.skipped("a nested join is not one relation a hint can name: Spark decides", block=label)
+            continue
         alias = source_alias(join)
         side, kind = (join.side or "").upper(), (join.kind or "").upper()
         if not any(equi_pair(p) for p in conjuncts(join.args.get("on"))):
@@ -113,7 +123,7 @@ def _choose(scope: Scope, select: exp.Select, estimator: Estimator, config: Opti
         if side not in ("RIGHT", "FULL"):
             candidates.append((alias, estimator.build_side(scope, alias, join), probe_so_far))
         # The first relation can be built on when the join is inner (or it is null-supplying).
-        if i == 0 and side in ("", "RIGHT") and kind not in ("SEMI", "ANTI"):
+        if i == 0 and first and side in ("", "RIGHT") and kind not in ("SEMI", "ANTI"):
             candidates.append((first, estimator.build_side(scope, first), estimator.build_side(scope, alias, join)))
         if not candidates:
             log.skipped(f"{side} OUTER join: no side can be built on", block=label, join=alias)
@@ -148,6 +158,8 @@ def _choose(scope: Scope, select: exp.Select, estimator: Estimator, config: Opti
         ):
             hints.append(exp.JoinHint(this="SHUFFLE_HASH", expressions=[exp.to_table(name)]))
             log.fired(f"shuffle-hash on {name}: estimated {_mb(build_bytes.value)}, {config.shuffle_hash_ratio:g}x smaller than the other side", hint="SHUFFLE_HASH", **details)
+        elif build_bytes.value <= config.broadcast_threshold_bytes:
+            log.skipped(f"{name} is small ({_mb(build_bytes.value)}) but the other side is smaller: Spark builds on that", **details)
         else:
             log.skipped(f"build side {name} too big to broadcast ({_mb(build_bytes.value)}): leave sort-merge to Spark", **details)
     return hints
