@@ -3,7 +3,7 @@ select_join_algorithms off and on, in the same process and warm SparkSession, al
 medians of N rounds. Seconds are dbt's own model timings (run_results.json); hiveopt's include
 its statistics I/O and after-build gathering.
 
-    .venv/bin/python bench/broadcast.py [--scale 1] [--rounds 3]
+    .venv/bin/python bench/broadcast.py [--scale 1] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ VARIANTS = {
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", default="1")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     spark, common = harness.prepare(args.scale)
     print(f"TPC-H SF {args.scale}: building staging tables once (hiveopt gathers their statistics)")

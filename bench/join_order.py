@@ -4,7 +4,7 @@ SparkSession, alternating, medians of N rounds. Prints per query the seconds of 
 ratios, whether the rule reordered, and whether all four runs returned the same rows; then the
 issue's targets, met or not.
 
-    .venv/bin/python bench/join_order.py [--scale 1] [--rounds 3]
+    .venv/bin/python bench/join_order.py [--scale 1] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def reordered(model: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", default="1")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     spark, common = harness.prepare(args.scale)
     models = [m for q in QUERIES for m in (q, f"{q}_bad")]

@@ -120,8 +120,6 @@ def test_analyze_command(project):
 
 def test_verify_catches_a_wrong_rewrite(project, monkeypatch):
     """A deliberately wrong rule: verify mode fails the model and shows both SQL texts."""
-    from sqlglot import exp
-
     from dbt.adapters.hiveopt.optimizer import pipeline
 
     def wrong(expression, log):

@@ -16,7 +16,6 @@ from typing import Any, Dict, List, Optional
 from dbt.adapters.base.meta import available
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
-from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.hiveopt.connections import HiveoptConnectionManager
 from dbt.adapters.hiveopt.optimizer import (

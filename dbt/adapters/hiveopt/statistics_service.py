@@ -27,7 +27,7 @@ from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 
-from dbt.adapters.hiveopt.optimizer.statistics import ColumnStats, Estimate, Precision, TableStats
+from dbt.adapters.hiveopt.optimizer.statistics import ColumnStats, Estimate, TableStats
 
 Execute = Callable[[str], List[Tuple[Any, ...]]]
 

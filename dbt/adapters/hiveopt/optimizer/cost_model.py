@@ -17,7 +17,7 @@ bytes it produces.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import FrozenSet, List, Optional, Sequence, Tuple
+from typing import FrozenSet, Optional, Sequence, Tuple
 
 # Spark local mode on this machine runs 2 tasks at once; a cluster many more. A broadcast is sent
 # to every executor: its bytes count this many times.

@@ -27,7 +27,6 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from dbt.adapters.hiveopt.optimizer.statistics import (
     ColumnStats,
     Estimate,
-    Precision,
     StatsCatalog,
     TableStats,
 )

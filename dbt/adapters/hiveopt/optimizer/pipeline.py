@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import inspect
 import time
-from typing import Callable, List, Tuple
+from typing import Callable, Tuple
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
 
+from dbt.adapters.hiveopt.optimizer.blocks import block_label
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.context import OptimizedQuery, OptimizerContext
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, RuleRun
@@ -66,15 +67,8 @@ def _block_estimates(expression: exp.Expression, context: OptimizerContext) -> T
     estimator = Estimator(expression, context.schema, context.statistics)
     blocks = {}
     for i, scope in enumerate(traverse_scope(expression)):
-        if scope.is_root:
-            label = "root"
-        elif scope.is_cte:
-            label = f"cte:{scope.expression.parent.alias_or_name}"
-        elif scope.is_derived_table:
-            label = f"derived:{scope.expression.parent.alias_or_name}"
-        else:
-            label = f"block:{i}"
-        blocks[label] = estimator.estimate(scope.expression).rows.to_dict()
+        label = block_label(scope)
+        blocks[label if label not in blocks else f"{label} #{i}"] = estimator.estimate(scope.expression).rows.to_dict()
     return blocks, estimator.used
 
 

@@ -25,8 +25,9 @@ from __future__ import annotations
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.optimizer.scope import traverse_scope
 
+from dbt.adapters.hiveopt.optimizer.blocks import block_label, user_join_hint
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.cost_model import CostModel, JoinInput
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
@@ -44,8 +45,6 @@ NAME = "reorder_joins"
 # are estimates, and an unchanged query is the safest query.
 MIN_RELATIVE_GAIN = 0.10
 MIN_RELATIONS = 3
-JOIN_HINT_NAMES = {"BROADCAST", "BROADCASTJOIN", "MAPJOIN", "MERGE", "SHUFFLE_MERGE", "MERGEJOIN",
-                   "SHUFFLE_HASH", "SHUFFLE_REPLICATE_NL"}
 
 
 class _Planner:
@@ -116,21 +115,6 @@ class _Planner:
             {"join": self.describe(plan), "rows": round(plan.rows), "algorithm": plan.info.get("algorithm")}]
 
 
-def _user_join_hint(select: exp.Select) -> bool:
-    hint = select.args.get("hint")
-    return hint is not None and any(
-        isinstance(item, (exp.JoinHint, exp.Anonymous)) and item.name.upper() in JOIN_HINT_NAMES
-        for item in hint.expressions)
-
-
-def _label(scope: Scope) -> str:
-    if scope.is_cte:
-        return f"cte {scope.expression.parent.alias_or_name}"
-    if scope.is_derived_table:
-        return f"derived table {scope.expression.parent.alias_or_name}"
-    return "root" if scope.is_root else "subquery"
-
-
 def _bucket_keys(source: exp.Expression, alias: str, bucketing: Dict[str, List[str]]) -> Optional[FrozenSet[str]]:
     if not isinstance(source, exp.Table):
         return None
@@ -150,8 +134,8 @@ def reorder_joins(expression: exp.Expression, schema, statistics, config: Optimi
         graph = build_join_graph(select)
         if graph is None or len(graph.aliases) < MIN_RELATIONS:
             continue
-        label = _label(scope)
-        if _user_join_hint(select):
+        label = block_label(scope)
+        if user_join_hint(select):
             log.skipped("the block has a join hint written by the user: its order stays", block=label)
             continue
         if graph.blocked:

@@ -27,6 +27,7 @@ from typing import List, Optional, Set
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
+from dbt.adapters.hiveopt.optimizer.blocks import block_label, user_join_hint
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.estimator import (
@@ -40,23 +41,8 @@ from dbt.adapters.hiveopt.optimizer.statistics import Estimate
 
 NAME = "select_join_algorithms"
 
-# Join-strategy hints Spark knows; any of them in a block means the user chose: we stay out.
-JOIN_HINT_NAMES = {
-    "BROADCAST", "BROADCASTJOIN", "MAPJOIN", "MERGE", "SHUFFLE_MERGE", "MERGEJOIN",
-    "SHUFFLE_HASH", "SHUFFLE_REPLICATE_NL",
-}
-
-
 def _mb(value: Optional[float]) -> str:
     return "unknown" if value is None else f"{value / 1024 / 1024:.2f} MB"
-
-
-def _user_join_hint(select: exp.Select) -> bool:
-    hint = select.args.get("hint")
-    return hint is not None and any(
-        isinstance(item, (exp.JoinHint, exp.Anonymous)) and item.name.upper() in JOIN_HINT_NAMES
-        for item in hint.expressions
-    )
 
 
 def _columns_read(scope: Scope, alias: str) -> Set[str]:
@@ -71,24 +57,14 @@ def _add_hints(select: exp.Select, hints: List[exp.JoinHint]) -> None:
         existing.set("expressions", [*existing.expressions, *hints])
 
 
-def _block_label(scope: Scope) -> str:
-    if scope.is_cte:
-        return f"cte {scope.expression.parent.alias_or_name}"
-    if scope.is_derived_table:
-        return f"derived table {scope.expression.parent.alias_or_name}"
-    if scope.is_subquery:
-        return "subquery"
-    return "root" if scope.is_root else "block"
-
-
 def select_join_algorithms(expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog) -> exp.Expression:
     estimator = Estimator(expression, schema, statistics)
     for scope in traverse_scope(expression):
         select = scope.expression
         if not isinstance(select, exp.Select) or not select.args.get("joins"):
             continue
-        label = _block_label(scope)
-        if _user_join_hint(select):
+        label = block_label(scope)
+        if user_join_hint(select):
             log.skipped("the block has a join hint written by the user", block=label)
             continue
         hints = _choose(scope, select.args["from_"].this, select.args["joins"], estimator, config, log, label)

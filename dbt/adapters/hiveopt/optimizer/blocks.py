@@ -1,0 +1,36 @@
+"""Small facts about query blocks that several rules and the report share.
+
+>>> import sqlglot
+>>> user_join_hint(sqlglot.parse_one("SELECT /*+ MERGE(b) */ * FROM a JOIN b ON a.k = b.k", read="spark"))
+True
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
+
+# Join-strategy hints Spark knows; any of them in a block means the user chose: rules stay out.
+JOIN_HINT_NAMES = frozenset({
+    "BROADCAST", "BROADCASTJOIN", "MAPJOIN", "MERGE", "SHUFFLE_MERGE", "MERGEJOIN",
+    "SHUFFLE_HASH", "SHUFFLE_REPLICATE_NL",
+})
+
+
+def user_join_hint(select: exp.Select) -> bool:
+    hint = select.args.get("hint")
+    return hint is not None and any(
+        isinstance(item, (exp.JoinHint, exp.Anonymous)) and item.name.upper() in JOIN_HINT_NAMES
+        for item in hint.expressions
+    )
+
+
+def block_label(scope: Scope) -> str:
+    """How the report names a block: root, cte NAME, derived table ALIAS, subquery."""
+    if scope.is_root:
+        return "root"
+    if scope.is_cte:
+        return f"cte {scope.expression.parent.alias_or_name}"
+    if scope.is_derived_table:
+        return f"derived table {scope.expression.parent.alias_or_name}"
+    return "subquery" if scope.is_subquery else "block"
