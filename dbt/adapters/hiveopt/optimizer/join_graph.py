@@ -1,10 +1,12 @@
-"""The query graph of one SELECT block's inner-join run, for join reordering.
+"""The query graph of one run of inner joins in a SELECT block, for join reordering.
 
-A run is the FROM relation and the joins that follow it while they are inner (or comma / cross)
-joins. The first LEFT / RIGHT / FULL / SEMI / ANTI join ends it: that join and everything after
-it stay where they are. Nodes are the run's relations (tables, derived tables, CTE references);
-edges are equi-join predicates from ON clauses and from WHERE conjuncts spanning two relations;
-other predicates that span relations are kept with the set of relations they need.
+A run is a stretch of inner (or comma / cross) joins. A LEFT / RIGHT / FULL / SEMI / ANTI join
+ends it and stays where it is. The leading run starts at the FROM relation; a run after such a
+barrier starts with everything before it (the prefix, up to and including the barrier) as one
+node, which keeps its own order. Nodes are the run's relations (tables, derived tables, CTE
+references) and the prefix; edges are equi-join predicates from ON clauses, and from WHERE
+conjuncts spanning two relations when the block has no barrier at all; other predicates that
+span relations are kept with the set of nodes they need.
 
 >>> import sqlglot
 >>> q = sqlglot.parse_one("SELECT * FROM a, b JOIN c ON b.k = c.k WHERE a.k = b.k AND c.v > 1", read="spark")
@@ -23,6 +25,8 @@ from sqlglot import exp
 from dbt.adapters.hiveopt.optimizer.estimator import aliases_of, conjuncts, equi_pair, source_alias
 
 INNER_KINDS = ("", "INNER", "CROSS")
+# The node standing for the joins before a barrier, in runs after it.
+PREFIX = "(joins before the barrier)"
 
 
 @dataclass
@@ -30,11 +34,12 @@ class Edge:
     left: str
     right: str
     predicate: exp.Expression  # an equality of a column of `left` and a column of `right`
+    left_column: exp.Column = None
+    right_column: exp.Column = None
 
     @property
     def columns(self) -> Tuple[exp.Column, exp.Column]:
-        a, b = equi_pair(self.predicate)
-        return (a, b) if a.table == self.left else (b, a)
+        return self.left_column, self.right_column
 
 
 @dataclass
@@ -50,8 +55,16 @@ class JoinGraph:
     # WHERE conjuncts moved into the run's ON clauses (join predicates written in WHERE).
     moved_from_where: List[exp.Expression] = field(default_factory=list)
     run_length: int = 0                      # number of joins of select.args["joins"] in the run
+    start: int = 0                           # index of the run's first join (after the prefix)
+    # The prefix of a run after a barrier: its first relation and its joins, as written.
+    prefix: Optional[Tuple[exp.Expression, List[exp.Join]]] = None
+    prefix_aliases: FrozenSet[str] = frozenset()
     barrier: Optional[str] = None            # why the run ends before the last join, if it does
     blocked: Optional[str] = None            # why the run cannot be reordered at all, if it cannot
+
+    def node_of(self, alias: str) -> str:
+        """The node a relation alias belongs to: itself, or the prefix."""
+        return PREFIX if alias in self.prefix_aliases else alias
 
     def neighbors(self, alias: str) -> List[str]:
         out = []
@@ -75,40 +88,60 @@ def _movable(predicate: exp.Expression) -> bool:
     )
 
 
-def build_join_graph(select: exp.Select) -> Optional[JoinGraph]:
-    """The graph of the block's leading inner-join run, or None when the block has no join."""
+def _barrier(join: exp.Join) -> Optional[str]:
+    if not _is_inner(join) or isinstance(join.this, exp.Unnest) or join.args.get("method"):
+        return f"{(join.side or join.kind or join.args.get('method') or 'special').upper()} join of {source_alias(join)}"
+    return None
+
+
+def next_run_start(select: exp.Select, after: int) -> Optional[int]:
+    """Index of the first join of the next run after the joins before `after`, if any."""
+    joins = select.args.get("joins") or []
+    for i in range(after, len(joins)):
+        if _barrier(joins[i]) is not None and i + 1 < len(joins) and _barrier(joins[i + 1]) is None:
+            return i + 1
+    return None
+
+
+def build_join_graph(select: exp.Select, start: int = 0) -> Optional[JoinGraph]:
+    """The graph of the run starting at join `start` (0: the leading run), or None."""
     joins = select.args.get("joins") or []
     from_ = select.args.get("from_")
-    if not joins or from_ is None:
+    if not joins or from_ is None or start > len(joins):
         return None
-    first = source_alias(from_)
-    aliases, sources = [first], {first: from_.this}
+    if start == 0:
+        first = source_alias(from_)
+        aliases, sources, prefix_aliases, prefix = [first], {first: from_.this}, frozenset(), None
+    else:
+        prefix_aliases = frozenset([source_alias(from_), *(source_alias(j) for j in joins[:start])])
+        aliases, sources, prefix = [PREFIX], {PREFIX: None}, (from_.this, joins[:start])
     run_length, barrier = 0, None
-    for join in joins:
-        if not _is_inner(join) or isinstance(join.this, exp.Unnest) or join.args.get("method"):
-            barrier = f"{(join.side or join.kind or join.args.get('method') or 'special').upper()} join of {source_alias(join)}"
+    for join in joins[start:]:
+        barrier = _barrier(join)
+        if barrier:
             break
         alias = source_alias(join)
-        if not alias or alias in sources:
+        if not alias or alias in sources or alias in prefix_aliases:
             barrier = f"relation without a distinct alias: {join.this.sql()[:40]}"
             break
         aliases.append(alias)
         sources[alias] = join.this
         run_length += 1
-    if select.args.get("laterals"):
-        barrier = barrier or "lateral view"
-    graph = JoinGraph(select=select, aliases=aliases, sources=sources, run_length=run_length, barrier=barrier)
+    if start > 0 or select.args.get("laterals"):
+        barrier = barrier or ("lateral view" if select.args.get("laterals") else "a join before the run")
+    graph = JoinGraph(select=select, aliases=aliases, sources=sources, run_length=run_length, barrier=barrier,
+                      start=start, prefix=prefix, prefix_aliases=prefix_aliases)
     members = set(aliases)
 
     candidates: List[Tuple[exp.Expression, bool]] = []
-    for join in joins[:run_length]:
+    for join in joins[start:start + run_length]:
         candidates += [(p, False) for p in conjuncts(join.args.get("on"))]
     where = select.args.get("where")
     if where is not None and barrier is None:
-        # With a barrier later in the block, WHERE applies after it: leave WHERE alone.
+        # With a barrier in the block, WHERE applies after it: leave WHERE alone.
         candidates += [(p, True) for p in conjuncts(where.this) if _movable(p)]
     for predicate, from_where in candidates:
-        read = aliases_of(predicate)
+        read = {graph.node_of(a) for a in aliases_of(predicate)}
         if len(read) <= 1:
             if not from_where:
                 graph.local_on_predicates.append(predicate)
@@ -118,8 +151,9 @@ def build_join_graph(select: exp.Select) -> Optional[JoinGraph]:
                 graph.blocked = "a join predicate of the run reads a relation outside it"
             continue
         pair = equi_pair(predicate)
-        if pair is not None:
-            graph.edges.append(Edge(pair[0].table, pair[1].table, predicate))
+        if pair is not None and graph.node_of(pair[0].table) != graph.node_of(pair[1].table):
+            a, b = pair
+            graph.edges.append(Edge(graph.node_of(a.table), graph.node_of(b.table), predicate, a, b))
         else:
             graph.complex_predicates.append((frozenset(read), predicate))
         if from_where:

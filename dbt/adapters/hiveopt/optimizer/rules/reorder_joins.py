@@ -4,10 +4,11 @@ For each SELECT block, the leading run of inner joins (see join_graph) is planne
 estimates after local filters from the estimator, join sizes |L||R|/max(NDV) over the equi-join
 edges, costs from the data-movement cost model, the order from the enumerator (exact DP over
 connected subgraphs, greedy beyond). The block is rewritten only when the best tree is cheaper
-than the written order by a margin. Join predicates go to the lowest join where everything they
-read is joined; projections, WHERE filters, GROUP BY and everything after the run stay as written,
-so the output columns and their order do not change. Without statistics for every relation of
-the run, the written order stays and the record says why.
+than the written order by a margin. ON predicates go to the lowest join where everything they
+read is joined; projections, WHERE filters, GROUP BY and the barrier joins stay as written, so
+the output columns and their order do not change. Runs after a barrier are planned with the
+joins before it as one node. Without statistics for every relation of a run, its written order
+stays and the record says why.
 
 >>> from dbt.adapters.hiveopt.optimizer import OptimizerContext, optimize, StatsCatalog
 >>> schema = {"db": {"f": {"k": "int", "d": "int"}, "d1": {"k": "int", "v": "string"}, "d2": {"d": "int"}}}
@@ -17,7 +18,7 @@ the run, the written order stays and the record says why.
 ...     "db.d2": {"row_count": 10**6, "columns": {"d": {"ndv": 10**6}}}})
 >>> sql = "SELECT d1.v FROM db.d2 JOIN db.d1 ON 1 = 1 JOIN db.f ON f.k = d1.k AND f.d = d2.d WHERE d1.v = 'x'"
 >>> print(optimize(sql, OptimizerContext(schema=schema, statistics=stats, config=OptimizerConfig(rules={"select_join_algorithms": False}))).sql)
-SELECT d1.v AS v FROM db.d1 AS d1 JOIN db.f AS f ON f.k = d1.k JOIN db.d2 AS d2 ON f.d = d2.d WHERE d1.v = 'x' AND 1 = 1
+SELECT d1.v AS v FROM db.d1 AS d1 JOIN db.f AS f ON f.k = d1.k AND 1 = 1 JOIN db.d2 AS d2 ON f.d = d2.d WHERE d1.v = 'x'
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ from dbt.adapters.hiveopt.optimizer.estimator import (
     DEFAULT_SELECTIVITY,
     Estimator,
     RelationEstimate,
+    aliases_of,
     conjuncts,
 )
-from dbt.adapters.hiveopt.optimizer.join_graph import JoinGraph, build_join_graph
+from dbt.adapters.hiveopt.optimizer.join_graph import PREFIX, JoinGraph, build_join_graph, next_run_start
 
 NAME = "reorder_joins"
 # Rewrite only when the best tree is at least this much cheaper than the written one: estimates
@@ -62,6 +64,11 @@ class _Planner:
             self.adj[a] |= 1 << b
             self.adj[b] |= 1 << a
 
+    def _column(self, node: str, column: exp.Column):
+        leaf = self.leaves[self.index[node]]
+        # A relation's estimate names its columns; the prefix's (a join) names them alias.column.
+        return leaf.column(f"{column.table}.{column.name}" if node == PREFIX else column.name)
+
     def _mask(self, aliases) -> int:
         return sum(1 << self.index[a] for a in aliases)
 
@@ -77,8 +84,8 @@ class _Planner:
             a, b = 1 << self.index[edge.left], 1 << self.index[edge.right]
             if (a & left.relations and b & right.relations) or (a & right.relations and b & left.relations):
                 ca, cb = edge.columns
-                ndv_a = self.leaves[self.index[edge.left]].column(ca.name).ndv
-                ndv_b = self.leaves[self.index[edge.right]].column(cb.name).ndv
+                ndv_a = self._column(edge.left, ca).ndv
+                ndv_b = self._column(edge.right, cb).ndv
                 if ndv_a.is_absent or ndv_b.is_absent:
                     rows = min(rows, max(left.rows, right.rows))  # a key/foreign-key guess
                 else:
@@ -129,70 +136,100 @@ def reorder_joins(expression: exp.Expression, schema, statistics, config: Optimi
     estimator = Estimator(expression, schema, statistics)
     for scope in traverse_scope(expression):
         select = scope.expression
-        if not isinstance(select, exp.Select):
-            continue
-        graph = build_join_graph(select)
-        if graph is None or len(graph.aliases) < MIN_RELATIONS:
+        if not isinstance(select, exp.Select) or not select.args.get("joins"):
             continue
         label = block_label(scope)
         if user_join_hint(select):
             log.skipped("the block has a join hint written by the user: its order stays", block=label)
             continue
-        if graph.blocked:
-            log.skipped(f"{graph.blocked}: the written order stays", block=label)
-            continue
-        where = select.args.get("where")
-        filters = conjuncts(where.this if where else None) + graph.local_on_predicates
-        leaves = [estimator.filtered_source(scope, alias, filters) for alias in graph.aliases]
-        absent = [a for a, leaf in zip(graph.aliases, leaves) if leaf.rows.is_absent]
-        if absent:
-            log.skipped(f"statistics absent for {', '.join(absent)}: the written order stays", block=label)
-            continue
-        widths = []
-        for alias, leaf in zip(graph.aliases, leaves):
-            read = {c.name.lower() for c in scope.columns if c.table == alias}
-            widths.append(leaf.width(read).value)
-        bucketed = [_bucket_keys(graph.sources[a], a, bucketing or {}) for a in graph.aliases]
-        planner = _Planner(graph, leaves, widths, model, bucketed)
-        written = planner.written()
-        best, method = best_plan(len(graph.aliases), planner.adj, planner.leaf, planner.join, MAX_DP_PAIRS)
-        details = dict(
-            block=label, relations=len(graph.aliases), method=method,
-            cost_before=round(written.cost), cost_after=round(best.cost),
-            written_tree=planner.describe(written), chosen_tree=planner.describe(best),
-            intermediates=planner.intermediates(best),
-            **({"barrier": graph.barrier} if graph.barrier else {}),
-        )
-        if best.cost > written.cost * (1 - MIN_RELATIVE_GAIN):
-            log.skipped("the written order is as cheap as the best one found", **details)
-            continue
-        if not _rewrite(select, graph, planner, best):
-            log.skipped("the best tree cannot be written as nested joins here", **details)
-            continue
-        log.fired(f"joins reordered: estimated cost {written.cost:.3g} -> {best.cost:.3g}", **details)
+        start: Optional[int] = 0
+        while start is not None:
+            graph = build_join_graph(select, start)
+            if graph is None:
+                break
+            joins = select.args.get("joins") or []
+            end = graph.start + graph.run_length
+            following = joins[end] if end < len(joins) else None
+            _reorder_run(scope, select, graph, estimator, model, bucketing or {}, log, label)
+            if following is None:
+                break
+            # The run may now be shorter (nested joins): find the barrier again and go past it.
+            position = next(i for i, j in enumerate(select.args["joins"]) if j is following)
+            start = next_run_start(select, position)
     return expression
 
 
+def _reorder_run(scope, select: exp.Select, graph: JoinGraph, estimator: Estimator, model: CostModel,
+                 bucketing: Dict[str, List[str]], log: DecisionLog, label: str) -> None:
+    if len(graph.aliases) < MIN_RELATIONS:
+        return
+    if graph.start:
+        label = f"{label}, joins after {graph.start} (the earlier ones as one node)"
+    if graph.blocked:
+        log.skipped(f"{graph.blocked}: the written order stays", block=label)
+        return
+    where = select.args.get("where")
+    filters = conjuncts(where.this if where else None) + graph.local_on_predicates
+    leaves, widths = [], []
+    for alias in graph.aliases:
+        if alias == PREFIX:
+            leaf = estimator.join_steps(scope, graph.prefix[0], graph.prefix[1])[-1]
+            read = {f"{c.table}.{c.name}".lower() for c in scope.columns if c.table in graph.prefix_aliases}
+        else:
+            leaf = estimator.filtered_source(scope, alias, filters)
+            read = {c.name.lower() for c in scope.columns if c.table == alias}
+        leaves.append(leaf)
+        widths.append(leaf.width(read).value if not leaf.rows.is_absent else None)
+    absent = [a for a, leaf in zip(graph.aliases, leaves) if leaf.rows.is_absent]
+    if absent:
+        log.skipped(f"statistics absent for {', '.join(absent)}: the written order stays", block=label)
+        return
+    bucketed = [_bucket_keys(graph.sources[a], a, bucketing) if a != PREFIX else None for a in graph.aliases]
+    planner = _Planner(graph, leaves, widths, model, bucketed)
+    written = planner.written()
+    best, method = best_plan(len(graph.aliases), planner.adj, planner.leaf, planner.join, MAX_DP_PAIRS)
+    details = dict(
+        block=label, relations=len(graph.aliases), method=method,
+        cost_before=round(written.cost), cost_after=round(best.cost),
+        written_tree=planner.describe(written), chosen_tree=planner.describe(best),
+        intermediates=planner.intermediates(best),
+        **({"barrier": graph.barrier} if graph.barrier else {}),
+    )
+    if best.cost > written.cost * (1 - MIN_RELATIVE_GAIN):
+        log.skipped("the written order is as cheap as the best one found", **details)
+        return
+    if not _rewrite(select, graph, planner, best):
+        log.skipped("the best tree cannot be written as nested joins here", **details)
+        return
+    log.fired(f"joins reordered: estimated cost {written.cost:.3g} -> {best.cost:.3g}", **details)
+
+
 def _rewrite(select: exp.Select, graph: JoinGraph, planner: _Planner, plan: Plan) -> bool:
-    """Write the plan as FROM + joins; join predicates at the lowest join that can hold them."""
-    placed: List[Tuple[FrozenSet[str], exp.Expression]] = [
-        (frozenset((e.left, e.right)), e.predicate) for e in graph.edges] + list(graph.complex_predicates)
+    """Write the plan as FROM + joins. Every ON predicate of the run (and every join predicate
+    taken from WHERE) goes to the lowest join holding all it reads: an inner join's ON filter on
+    one relation stays an ON filter, which matters when a RIGHT or FULL join follows the run."""
+    placed: List[Tuple[FrozenSet[str], exp.Expression]] = (
+        [(frozenset((e.left, e.right)), e.predicate) for e in graph.edges]
+        + list(graph.complex_predicates)
+        + [(frozenset(graph.node_of(a) for a in aliases_of(p)), p) for p in graph.local_on_predicates]
+    )
     used = set()
 
     def predicates_for(left: Plan, right: Plan) -> List[exp.Expression]:
         out = []
-        left_set, right_set = set(_aliases(planner, left)), set(_aliases(planner, right))
+        joined = set(_aliases(planner, left)) | set(_aliases(planner, right))
         for i, (read, predicate) in enumerate(placed):
-            if i in used:
-                continue
-            if read <= left_set | right_set and not read <= left_set and not read <= right_set:
+            if i not in used and read <= joined:
                 used.add(i)
                 out.append(predicate.copy())
         return out
 
     def build(node: Plan) -> Optional[Tuple[exp.Expression, List[exp.Join]]]:
         if node.is_leaf:
-            return graph.sources[graph.aliases[node.leaves()[0]]].copy(), []
+            alias = graph.aliases[node.leaves()[0]]
+            if alias == PREFIX:  # the block's joins up to the barrier, kept as written
+                return graph.prefix[0].copy(), [j.copy() for j in graph.prefix[1]]
+            return graph.sources[alias].copy(), []
         left, right = node.left, node.right
         if not right.is_leaf and left.is_leaf:
             left, right = right, left  # inner joins commute: keep the tree left-deep where it can be
@@ -219,15 +256,15 @@ def _rewrite(select: exp.Select, graph: JoinGraph, planner: _Planner, plan: Plan
     if built is None or len(used) != len(placed):
         return False
     first, joins = built
-    rest = (select.args.get("joins") or [])[graph.run_length:]
+    all_joins = select.args.get("joins") or []
+    rest = all_joins[graph.start + graph.run_length:]
     select.set("from_", exp.From(this=first))
     select.set("joins", joins + rest)
-    # Inner-join ON filters of a single relation and the join predicates taken from WHERE.
-    moved = {id(p) for p in graph.moved_from_where}
-    where = select.args.get("where")
-    kept = [p for p in conjuncts(where.this if where else None) if id(p) not in moved]
-    kept += [p.copy() for p in graph.local_on_predicates]
-    select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+    if graph.moved_from_where:  # the join predicates written in WHERE now stand in ON clauses
+        moved = {id(p) for p in graph.moved_from_where}
+        where = select.args.get("where")
+        kept = [p for p in conjuncts(where.this if where else None) if id(p) not in moved]
+        select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
     return True
 
 
