@@ -38,8 +38,6 @@ from dbt.adapters.hiveopt.verify import verify_equal
 
 logger = AdapterLogger("hiveopt")
 
-# Materializations that build now: statistics are gathered after them.
-BUILT_NOW = ("table", "incremental")
 _FETCHING = ("select", "describe", "show", "with", "values", "(")
 
 
@@ -67,7 +65,7 @@ class HiveoptAdapter(SparkAdapter):
         fetch = sql.lstrip().lower().startswith(_FETCHING)
         started = time.perf_counter()
         _, table = self.execute(sql, fetch=fetch)
-        logger.debug(f"statistics I/O {time.perf_counter() - started:.3f}s: {sql[:120]}")
+        logger.debug(f"I/O {time.perf_counter() - started:.3f}s: {sql[:120]}")
         return [tuple(row.values()) for row in table.rows] if fetch else []
 
     @property
