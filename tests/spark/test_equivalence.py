@@ -38,3 +38,16 @@ def test_the_data_exercises_the_fixtures(fixture_tables):
     """Equivalence on empty results proves little: most fixtures must return rows."""
     non_empty = [c for c in CASES if fixture_tables.sql(c.sql).limit(1).count() > 0]
     assert len(non_empty) >= 0.8 * len(CASES), [str(c) for c in CASES if c not in non_empty]
+
+
+@pytest.mark.parametrize("title", ["cycle", "bushy tree 1.4x"])
+def test_bushy_trees_as_nested_joins_keep_results(fixture_tables, monkeypatch, title):
+    """With the bushy margin at 1, these blocks are written as nested joins `(a JOIN b ON ...)`."""
+    from dbt.adapters.hiveopt.optimizer.rules import reorder_joins
+
+    monkeypatch.setattr(reorder_joins, "BUSHY_MIN_GAIN", 1.0)
+    (case,) = [c for c in load_cases("reorder_joins") if title in c.title]
+    result = optimize(case.sql, context_for(case))
+    assert "JOIN (" in result.sql
+    spark = fixture_tables
+    assert Counter(rows_of(spark, result.sql)) == Counter(rows_of(spark, case.sql))
