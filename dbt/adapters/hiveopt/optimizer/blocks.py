@@ -7,8 +7,10 @@ True
 
 from __future__ import annotations
 
+from typing import Iterator, Tuple
+
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope
+from sqlglot.optimizer.scope import Scope, traverse_scope
 
 # Join-strategy hints Spark knows; any of them in a block means the user chose: rules stay out.
 JOIN_HINT_NAMES = frozenset({
@@ -34,3 +36,17 @@ def block_label(scope: Scope) -> str:
     if scope.is_derived_table:
         return f"derived table {scope.expression.parent.alias_or_name}"
     return "subquery" if scope.is_subquery else "block"
+
+
+def join_blocks(expression: exp.Expression, log) -> Iterator[Tuple[Scope, exp.Select, str]]:
+    """Every SELECT block with joins, innermost first, as (scope, select, label); a block with a
+    join hint the user wrote is skipped, and the skip recorded in the rule's log."""
+    for scope in traverse_scope(expression):
+        select = scope.expression
+        if not isinstance(select, exp.Select) or not select.args.get("joins"):
+            continue
+        label = block_label(scope)
+        if user_join_hint(select):
+            log.skipped("the block has a join hint written by the user: it stays as written", block=label)
+            continue
+        yield scope, select, label

@@ -26,9 +26,8 @@ from __future__ import annotations
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import traverse_scope
 
-from dbt.adapters.hiveopt.optimizer.blocks import block_label, user_join_hint
+from dbt.adapters.hiveopt.optimizer.blocks import join_blocks
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.cost_model import CostModel, JoinInput
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
@@ -144,14 +143,7 @@ def reorder_joins(expression: exp.Expression, schema, statistics, config: Optimi
     model = CostModel(config.broadcast_threshold_bytes, config.parallelism)
     # Blocks are visited innermost first and rewritten in place, so one estimator serves them all.
     estimator = Estimator(expression, schema, statistics)
-    for scope in traverse_scope(expression):
-        select = scope.expression
-        if not isinstance(select, exp.Select) or not select.args.get("joins"):
-            continue
-        label = block_label(scope)
-        if user_join_hint(select):
-            log.skipped("the block has a join hint written by the user: its order stays", block=label)
-            continue
+    for scope, select, label in join_blocks(expression, log):
         start: Optional[int] = 0
         while start is not None:
             graph = build_join_graph(select, start)

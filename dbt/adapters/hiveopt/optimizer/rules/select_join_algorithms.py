@@ -25,9 +25,9 @@ from __future__ import annotations
 from typing import List, Optional, Set
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.optimizer.scope import Scope
 
-from dbt.adapters.hiveopt.optimizer.blocks import block_label, user_join_hint
+from dbt.adapters.hiveopt.optimizer.blocks import join_blocks
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.estimator import (
@@ -59,14 +59,7 @@ def _add_hints(select: exp.Select, hints: List[exp.JoinHint]) -> None:
 
 def select_join_algorithms(expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog) -> exp.Expression:
     estimator = Estimator(expression, schema, statistics)
-    for scope in traverse_scope(expression):
-        select = scope.expression
-        if not isinstance(select, exp.Select) or not select.args.get("joins"):
-            continue
-        label = block_label(scope)
-        if user_join_hint(select):
-            log.skipped("the block has a join hint written by the user", block=label)
-            continue
+    for scope, select, label in join_blocks(expression, log):
         hints = _choose(scope, select.args["from_"].this, select.args["joins"], estimator, config, log, label)
         if hints:
             _add_hints(select, hints)
