@@ -46,7 +46,7 @@ NAME = "reorder_joins"
 # are estimates, and an unchanged query is the safest query.
 MIN_RELATIVE_GAIN = 0.10
 MIN_RELATIONS = 3
-# A bushy tree is written as nested joins `(a JOIN b ON ...)`, which Spark ran 20-35% slower than
+# A bushy tree is written as nested joins `(a JOIN b ON ...)`, which Spark ran 20-25% slower than
 # the left-deep tree of equal estimated cost on TPC-H Q2, Q7 and Q8 (SF 1, measured here). So a
 # bushy tree must be this many times cheaper than the best left-deep one to be chosen.
 BUSHY_MIN_GAIN = 2.0
