@@ -219,11 +219,6 @@ class StatisticsService:
             self._infos[name] = info
         return info
 
-    def forget(self, name: str) -> None:
-        with self._lock:
-            self._infos.pop(name.lower(), None)
-            self._stats.pop(name.lower(), None)
-
     # -- the store ----------------------------------------------------------------------------
     def _ensure_store(self) -> None:
         if self._store_ready:

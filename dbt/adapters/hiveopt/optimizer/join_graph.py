@@ -66,15 +66,6 @@ class JoinGraph:
         """The node a relation alias belongs to: itself, or the prefix."""
         return PREFIX if alias in self.prefix_aliases else alias
 
-    def neighbors(self, alias: str) -> List[str]:
-        out = []
-        for edge in self.edges:
-            if edge.left == alias:
-                out.append(edge.right)
-            elif edge.right == alias:
-                out.append(edge.left)
-        return out
-
 
 def _is_inner(join: exp.Join) -> bool:
     return (join.side or "").upper() == "" and (join.kind or "").upper() in INNER_KINDS and not join.args.get("using") \

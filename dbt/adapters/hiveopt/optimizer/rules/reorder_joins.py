@@ -41,7 +41,6 @@ from dbt.adapters.hiveopt.optimizer.estimator import (
 )
 from dbt.adapters.hiveopt.optimizer.join_graph import PREFIX, JoinGraph, build_join_graph, next_run_start
 
-NAME = "reorder_joins"
 # Rewrite only when the best tree is at least this much cheaper than the written one: estimates
 # are estimates, and an unchanged query is the safest query.
 MIN_RELATIVE_GAIN = 0.10

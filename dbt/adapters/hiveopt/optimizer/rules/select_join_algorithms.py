@@ -39,7 +39,6 @@ from dbt.adapters.hiveopt.optimizer.estimator import (
 )
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate
 
-NAME = "select_join_algorithms"
 
 def _mb(value: Optional[float]) -> str:
     return "unknown" if value is None else f"{value / 1024 / 1024:.2f} MB"
