@@ -1,6 +1,6 @@
 """The data-movement cost model, and bucketing read from DESCRIBE."""
 
-from dbt.adapters.hiveopt.optimizer.cost_model import CostModel, JoinInput
+from dbt.adapters.hiveopt.optimizer.cost_model import EXCHANGE_FIXED_BYTES as X, OUTPUT_BYTE_COST as OUT, CostModel, JoinInput
 from dbt.adapters.hiveopt.statistics_service import parse_describe
 
 MODEL = CostModel(broadcast_threshold_bytes=1000, parallelism=4)
@@ -8,21 +8,30 @@ MODEL = CostModel(broadcast_threshold_bytes=1000, parallelism=4)
 
 def test_a_small_side_is_broadcast_to_every_task():
     cost, algorithm, _ = MODEL.join_cost(JoinInput(10**6, None), JoinInput(500, None), [("a.k", "b.k")], 100)
-    assert (cost, algorithm) == (500 * 4 + 100, "broadcast")
+    assert (cost, algorithm) == (500 * 4 + 100 * OUT, "broadcast")
+
+
+def test_a_join_result_spark_cannot_size_is_shuffled_not_broadcast():
+    small_result = JoinInput(500, None, buildable=False)
+    cost, algorithm, _ = MODEL.join_cost(small_result, JoinInput(10**6, None), [("a.k", "b.k")], 100)
+    assert (cost, algorithm) == (500 + 10**6 + 2 * X + 100 * OUT, "sort-merge")
+    # the other side fits: it is broadcast instead, although bigger
+    cost, algorithm, _ = MODEL.join_cost(small_result, JoinInput(800, None), [("a.k", "b.k")], 100)
+    assert (cost, algorithm) == (800 * 4 + 100 * OUT, "broadcast")
 
 
 def test_sort_merge_shuffles_both_sides_unless_already_partitioned_on_the_key():
     cost, algorithm, partitioning = MODEL.join_cost(JoinInput(10**6, None), JoinInput(10**5, None), [("a.k", "b.k")], 100)
-    assert (cost, algorithm, partitioning) == (10**6 + 10**5 + 100, "sort-merge", frozenset({"a.k", "b.k"}))
+    assert (cost, algorithm, partitioning) == (10**6 + 10**5 + 2 * X + 100 * OUT, "sort-merge", frozenset({"a.k", "b.k"}))
     # the output of that join joined again on b.k: only the other side moves
     cost, _, _ = MODEL.join_cost(JoinInput(10**6, partitioning), JoinInput(10**5, None), [("b.k", "c.k")], 100)
-    assert cost == 10**5 + 100
+    assert cost == 10**5 + X + 100 * OUT
 
 
 def test_bucketed_tables_joined_on_their_bucket_keys_move_nothing():
     a, b = JoinInput(10**6, frozenset({"a.k"})), JoinInput(10**6, frozenset({"b.k"}))
-    assert MODEL.join_cost(a, b, [("a.k", "b.k")], 100)[0] == 100
-    assert MODEL.join_cost(a, b, [("a.v", "b.v")], 100)[0] == 2 * 10**6 + 100
+    assert MODEL.join_cost(a, b, [("a.k", "b.k")], 100)[0] == 100 * OUT
+    assert MODEL.join_cost(a, b, [("a.v", "b.v")], 100)[0] == 2 * (10**6 + X) + 100 * OUT
 
 
 def test_describe_gives_bucket_columns():

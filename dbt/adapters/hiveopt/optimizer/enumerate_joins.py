@@ -110,19 +110,32 @@ def csg_cmp_pairs(n: int, adj: List[int], max_pairs: int = MAX_DP_PAIRS) -> List
     return pairs
 
 
-def _dpccp(n: int, adj: List[int], leaf, join, max_pairs: int) -> Dict[int, Plan]:
+def _dpccp(n: int, adj: List[int], leaf, join, max_pairs: int) -> Tuple[Dict[int, Plan], Dict[int, Plan]]:
+    """The best plan of every connected subset, bushy and left-deep, in one pass over the pairs:
+    a left-deep plan of a set is a left-deep plan of all but one relation joined to that one."""
     best: Dict[int, Plan] = {1 << i: leaf(i) for i in range(n)}
+    deep: Dict[int, Plan] = dict(best)
     pairs = csg_cmp_pairs(n, adj, max_pairs)
+
+    def keep(plans: Dict[int, Plan], candidate: Plan) -> None:
+        union = candidate.relations
+        if union not in plans or candidate.cost < plans[union].cost:
+            plans[union] = candidate
+
     # Smaller unions first: both halves of a pair are planned before the pair is.
     for s1, s2 in sorted(pairs, key=lambda p: bin(p[0] | p[1]).count("1")):
         if s1 not in best or s2 not in best:
             continue
         for left, right in ((best[s1], best[s2]), (best[s2], best[s1])):
-            candidate = join(left, right)
-            union = s1 | s2
-            if union not in best or candidate.cost < best[union].cost:
-                best[union] = candidate
-    return best
+            keep(best, join(left, right))
+        for rest, one in ((s1, s2), (s2, s1)):
+            if one & (one - 1) == 0 and rest in deep:  # `one` is a single relation
+                if rest & (rest - 1) == 0:
+                    keep(deep, best[s1 | s2])  # two relations: every plan is left-deep
+                    break
+                for left, right in ((deep[rest], deep[one]), (deep[one], deep[rest])):
+                    keep(deep, join(left, right))
+    return best, deep
 
 
 def _components(n: int, adj: List[int]) -> List[int]:
@@ -164,28 +177,52 @@ def _goo(plans: List[Plan], adj: List[int], join) -> Plan:
     return plans[0] if len(plans) == 1 else None
 
 
-def best_plan(n: int, adj: List[int], leaf: Callable[[int], Plan], join: Callable[[Plan, Plan], Plan],
-              max_pairs: int = MAX_DP_PAIRS) -> Tuple[Plan, str]:
-    """The cheapest plan joining all n relations, and the method that found it."""
+def best_plans(n: int, adj: List[int], leaf: Callable[[int], Plan], join: Callable[[Plan, Plan], Plan],
+               max_pairs: int = MAX_DP_PAIRS) -> Tuple[Plan, Plan, str]:
+    """The cheapest plan joining all n relations, the cheapest left-deep one (a join of two
+    multi-relation plans costs infinity there), and the method that found them."""
+
+    def deep_join(left: Plan, right: Plan) -> Plan:
+        plan = join(left, right)
+        if not left.is_leaf and not right.is_leaf:
+            plan.cost = float("inf")
+        return plan
+
     components = _components(n, adj)
     method = "dpccp"
-    plans: List[Plan] = []
+    bushy: List[Plan] = []
+    deep: List[Plan] = []
     for component in components:
         members = _bits(component)
         if len(members) == 1:
-            plans.append(leaf(members[0]))
+            bushy.append(leaf(members[0]))
+            deep.append(leaf(members[0]))
             continue
         try:
             if n > MAX_DP_RELATIONS:
                 raise _Budget()
-            best = _dpccp(n, [a if (component >> i & 1) else 0 for i, a in enumerate(adj)], leaf, join, max_pairs)
-            plans.append(best[component])
+            best, best_deep = _dpccp(n, [a if (component >> i & 1) else 0 for i, a in enumerate(adj)], leaf, join, max_pairs)
+            bushy.append(best[component])
+            deep.append(best_deep[component])
         except _Budget:
             method = "greedy"
-            plans.append(_goo([leaf(i) for i in members], adj, join))
-    # Disconnected graph: cross products between components, smallest first.
-    plans.sort(key=lambda p: p.rows)
+            bushy.append(_goo([leaf(i) for i in members], adj, join))
+            deep.append(_goo([leaf(i) for i in members], adj, deep_join))
+    method = method if len(components) == 1 else method + "+cross products"
+    return _cross(bushy, join), _cross(deep, deep_join), method
+
+
+def _cross(plans: List[Plan], join: Callable[[Plan, Plan], Plan]) -> Plan:
+    """Disconnected graph: cross products between components, smallest first."""
+    plans = sorted(plans, key=lambda p: p.rows)
     plan = plans[0]
     for other in plans[1:]:
         plan = join(plan, other)
-    return plan, method if len(components) == 1 else method + "+cross products"
+    return plan
+
+
+def best_plan(n: int, adj: List[int], leaf: Callable[[int], Plan], join: Callable[[Plan, Plan], Plan],
+              max_pairs: int = MAX_DP_PAIRS) -> Tuple[Plan, str]:
+    """The cheapest plan joining all n relations, and the method that found it."""
+    plan, _, method = best_plans(n, adj, leaf, join, max_pairs)
+    return plan, method

@@ -23,6 +23,7 @@ SELECT d1.v AS v FROM db.d1 AS d1 JOIN db.f AS f ON f.k = d1.k AND 1 = 1 JOIN db
 
 from __future__ import annotations
 
+import math
 from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from sqlglot import exp
@@ -31,7 +32,7 @@ from dbt.adapters.hiveopt.optimizer.blocks import join_blocks
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.cost_model import CostModel, JoinInput
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
-from dbt.adapters.hiveopt.optimizer.enumerate_joins import MAX_DP_PAIRS, Plan, best_plan
+from dbt.adapters.hiveopt.optimizer.enumerate_joins import MAX_DP_PAIRS, Plan, best_plans
 from dbt.adapters.hiveopt.optimizer.estimator import (
     DEFAULT_SELECTIVITY,
     Estimator,
@@ -55,16 +56,27 @@ class _Planner:
     """Leaf and join plans of one graph, for the enumerator."""
 
     def __init__(self, graph: JoinGraph, leaves: List[RelationEstimate], widths: List[float], model: CostModel,
-                 bucketed: Optional[List[Optional[FrozenSet[str]]]] = None):
+                 bucketed: Optional[List[Optional[FrozenSet[str]]]] = None,
+                 file_bytes: Optional[List[float]] = None):
         self.graph, self.leaves, self.widths, self.model = graph, leaves, widths, model
+        # What Spark's static estimate starts from: each table's size on disk (unknown: infinite).
+        self.file_bytes = file_bytes or [float("inf")] * len(graph.aliases)
         # A table bucketed on a join key is already partitioned on it: joining on it shuffles nothing.
         self.bucketed = bucketed or [None] * len(graph.aliases)
         self.index = {alias: i for i, alias in enumerate(graph.aliases)}
         self.adj = [0] * len(graph.aliases)
+        # The enumerator joins tens of thousands of pairs: what each edge contributes is read once.
+        # (bit of one end, bit of the other, NDV divisor or None when absent, the key pair)
+        self.edges: List[Tuple[int, int, Optional[float], Tuple[str, str]]] = []
         for edge in graph.edges:
             a, b = self.index[edge.left], self.index[edge.right]
             self.adj[a] |= 1 << b
             self.adj[b] |= 1 << a
+            ca, cb = edge.columns
+            ndv_a, ndv_b = self._column(edge.left, ca).ndv, self._column(edge.right, cb).ndv
+            divisor = None if ndv_a.is_absent or ndv_b.is_absent else max(ndv_a.value, ndv_b.value, 1.0)
+            self.edges.append((1 << a, 1 << b, divisor, (f"{ca.table}.{ca.name}", f"{cb.table}.{cb.name}")))
+        self.complex_masks = [self._mask(read) for read, _ in graph.complex_predicates]
 
     def _column(self, node: str, column: exp.Column):
         leaf = self.leaves[self.index[node]]
@@ -76,41 +88,38 @@ class _Planner:
 
     def leaf(self, i: int) -> Plan:
         rows = self.leaves[i].rows.value
-        return Plan(1 << i, rows=rows, cost=0.0, info={"width": self.widths[i], "partitioned_on": self.bucketed[i]})
+        return Plan(1 << i, rows=rows, cost=0.0, info={
+            "width": self.widths[i], "partitioned_on": self.bucketed[i], "spark_bytes": self.file_bytes[i],
+            # A relation is named by a hint; the joins before a barrier are not one relation.
+            "hintable": self.graph.aliases[i] != PREFIX})
+
+    def _input(self, plan: Plan) -> JoinInput:
+        buildable = plan.info["hintable"] or plan.info["spark_bytes"] <= self.model.broadcast_threshold_bytes
+        return JoinInput(plan.rows * plan.info["width"], plan.info["partitioned_on"], buildable)
 
     def join(self, left: Plan, right: Plan) -> Plan:
-        union = left.relations | right.relations
+        lr, rr = left.relations, right.relations
+        union = lr | rr
         rows = left.rows * right.rows
         keys: List[Tuple[str, str]] = []
-        for edge in self.graph.edges:
-            a, b = 1 << self.index[edge.left], 1 << self.index[edge.right]
-            if (a & left.relations and b & right.relations) or (a & right.relations and b & left.relations):
-                ca, cb = edge.columns
-                ndv_a = self._column(edge.left, ca).ndv
-                ndv_b = self._column(edge.right, cb).ndv
-                if ndv_a.is_absent or ndv_b.is_absent:
+        for a, b, divisor, key in self.edges:
+            if (a & lr and b & rr) or (a & rr and b & lr):
+                if divisor is None:
                     rows = min(rows, max(left.rows, right.rows))  # a key/foreign-key guess
                 else:
-                    rows /= max(ndv_a.value, ndv_b.value, 1.0)
-                keys.append((f"{ca.table}.{ca.name}", f"{cb.table}.{cb.name}"))
-        for read, _ in self.graph.complex_predicates:
-            mask = self._mask(read)
-            if mask & union == mask and mask & left.relations != mask and mask & right.relations != mask:
+                    rows /= divisor
+                keys.append(key)
+        for mask in self.complex_masks:
+            if mask & union == mask and mask & lr != mask and mask & rr != mask:
                 rows *= DEFAULT_SELECTIVITY
         rows = max(rows, 1.0)
         width = left.info["width"] + right.info["width"]
-        cost, algorithm, partitioning = self.model.join_cost(
-            JoinInput(left.rows * left.info["width"], left.info["partitioned_on"]),
-            JoinInput(right.rows * right.info["width"], right.info["partitioned_on"]),
-            keys, rows * width)
+        cost, algorithm, partitioning = self.model.join_cost(self._input(left), self._input(right), keys, rows * width)
+        # Spark sizes a join without column statistics as the product of its inputs' sizes.
+        spark_bytes = left.info["spark_bytes"] * right.info["spark_bytes"]
         return Plan(union, left, right, rows=rows, cost=left.cost + right.cost + cost,
-                    info={"width": width, "partitioned_on": partitioning, "algorithm": algorithm})
-
-    def left_deep_join(self, left: Plan, right: Plan) -> Plan:
-        plan = self.join(left, right)
-        if not left.is_leaf and not right.is_leaf:
-            plan.cost = float("inf")
-        return plan
+                    info={"width": width, "partitioned_on": partitioning, "algorithm": algorithm,
+                          "spark_bytes": spark_bytes, "hintable": False})
 
     def written(self) -> Plan:
         plan = self.leaf(0)
@@ -135,6 +144,13 @@ def _bucket_keys(source: exp.Expression, alias: str, bucketing: Dict[str, List[s
         return None
     columns = bucketing.get(".".join(p for p in (source.db, source.name) if p).lower())
     return frozenset(f"{alias}.{c.lower()}" for c in columns) if columns else None
+
+
+def _file_bytes(source: Optional[exp.Expression], statistics) -> float:
+    if not isinstance(source, exp.Table):
+        return float("inf")
+    stats = statistics.get(".".join(p for p in (source.db, source.name) if p))
+    return float("inf") if stats is None or stats.size_bytes.is_absent else stats.size_bytes.value
 
 
 def reorder_joins(expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog,
@@ -186,10 +202,14 @@ def _reorder_run(scope, select: exp.Select, graph: JoinGraph, estimator: Estimat
         log.skipped(f"statistics absent for {', '.join(absent)}: the written order stays", block=label)
         return
     bucketed = [_bucket_keys(graph.sources[a], a, bucketing) if a != PREFIX else None for a in graph.aliases]
-    planner = _Planner(graph, leaves, widths, model, bucketed)
+    file_bytes = []
+    for alias in graph.aliases:
+        # The joins before a barrier: Spark sizes them as the product of their tables' files.
+        parts = [graph.prefix[0], *(j.this for j in graph.prefix[1])] if alias == PREFIX else [graph.sources[alias]]
+        file_bytes.append(math.prod(_file_bytes(part, estimator.statistics) for part in parts))
+    planner = _Planner(graph, leaves, widths, model, bucketed, file_bytes)
     written = planner.written()
-    bushy, method = best_plan(len(graph.aliases), planner.adj, planner.leaf, planner.join, MAX_DP_PAIRS)
-    left_deep, _ = best_plan(len(graph.aliases), planner.adj, planner.leaf, planner.left_deep_join, MAX_DP_PAIRS)
+    bushy, left_deep, method = best_plans(len(graph.aliases), planner.adj, planner.leaf, planner.join, MAX_DP_PAIRS)
     best = bushy if bushy.cost * BUSHY_MIN_GAIN <= left_deep.cost else left_deep
     details = dict(
         block=label, relations=len(graph.aliases), method=method,

@@ -3,7 +3,8 @@
 Spark broadcasts a relation only when its *unfiltered* size is under 10 MB, or at run time after
 the big side has already been shuffled. We estimate each build side after its filters and
 aggregates (rows x width of the columns the query reads) and add, as AST hint nodes:
-- BROADCAST(alias) when the build side fits under the broadcast threshold and is not the bigger side;
+- BROADCAST(alias) when the build side fits under the broadcast threshold and is not the bigger
+  side (a join result counts as bigger: Spark cannot build on it);
 - SHUFFLE_HASH(alias) when it does not, but is several times smaller than the other side and each
   shuffle partition of it fits in memory (no sort of the big side).
 Never when a statistic is absent, never over a join hint the user wrote, never on the preserved
@@ -114,7 +115,10 @@ def _choose(scope: Scope, first_node: exp.Expression, joins: List[exp.Join], est
             probe_bytes=None if probe_bytes.is_absent else round(probe_bytes.value),
             precision=build_bytes.precision.name.lower(),
         )
-        smaller_than_probe = probe_bytes.is_absent or build_bytes.value <= probe_bytes.value
+        # After the first join the other side is a join result, which Spark sizes as the product
+        # of its inputs' file sizes and does not build on: when this side fits, name it, even if
+        # the join result is smaller (cost_model.py says the same to the join order).
+        smaller_than_probe = probe_bytes.is_absent or build_bytes.value <= probe_bytes.value or i > 0
         if build_bytes.value <= config.broadcast_threshold_bytes and smaller_than_probe:
             hints.append(exp.JoinHint(this="BROADCAST", expressions=[exp.to_table(name)]))
             log.fired(f"broadcast {name}: estimated {_mb(build_bytes.value)} <= {_mb(config.broadcast_threshold_bytes)}", hint="BROADCAST", **details)
