@@ -56,7 +56,10 @@ def explain(model: str, project_dir: str) -> int:
     for table, used in (record.get("statistics_used") or {}).items():
         print(f"  {table}: {used}")
     for table, cost in (record.get("after_build_statistics") or {}).items():
-        print(f"  gathered {table} after the build: {cost}")
+        if cost.get("gathered") is False:
+            print(f"  not gathered after the build: {table}: {cost['reason']}")
+        else:
+            print(f"  gathered {table} after the build: {cost}")
     return 0
 
 
@@ -72,6 +75,9 @@ def summary(project_dir: str) -> int:
         fired = ", ".join(record.get("fired_rules") or []) or ("fallback" if record.get("fallback_reason") else "-")
         gather = build = ratio = ""
         for cost in (record.get("after_build_statistics") or {}).values():
+            if cost.get("gathered") is False:
+                gather = "unread"  # no model reads it: gathered on first read instead
+                continue
             gather, build = f"{cost['gather_seconds']:.2f}", f"{cost['build_seconds'] or 0:.2f}"
             ratio = f"{cost['cost_ratio']:.2f}" if cost.get("cost_ratio") is not None else ""
         print(f"{name:45} {fired:28} {record.get('optimizer_ms', 0):7.1f} {gather:>9} {build:>8} {ratio:>6}")

@@ -38,6 +38,23 @@ from dbt.adapters.hiveopt.verify import verify_equal
 
 logger = AdapterLogger("hiveopt")
 
+# Nodes that read a model through ref() and are built from it (tests only read, and cheaply).
+_READERS = ("model", "snapshot")
+
+
+def read_by_models(graph: Dict[str, Any], unique_id: str) -> bool:
+    """Whether a model or snapshot of dbt's graph depends on the node `unique_id`.
+
+    >>> graph = {"nodes": {"model.p.b": {"resource_type": "model", "depends_on": {"nodes": ["model.p.a"]}},
+    ...                    "test.p.t": {"resource_type": "test", "depends_on": {"nodes": ["model.p.b"]}}}}
+    >>> read_by_models(graph, "model.p.a"), read_by_models(graph, "model.p.b")
+    (True, False)
+    """
+    return any(
+        node.get("resource_type") in _READERS and unique_id in ((node.get("depends_on") or {}).get("nodes") or ())
+        for node in (graph.get("nodes") or {}).values()
+    )
+
 _FETCHING = ("select", "describe", "show", "with", "values", "(")
 
 
@@ -164,15 +181,25 @@ class HiveoptAdapter(SparkAdapter):
 
     @available
     def hiveopt_after_build(self, relations: Any, model: Optional[Dict[str, Any]] = None,
-                            model_config: Optional[Dict[str, Any]] = None) -> str:
-        """Gather statistics of what a table/incremental model just built (Hive's stats autogather)."""
+                            model_config: Optional[Dict[str, Any]] = None, graph: Optional[Dict[str, Any]] = None) -> str:
+        """Gather statistics of what a table/incremental model just built (Hive's stats autogather),
+        when another model of the project reads it: a model nothing reads would pay a Spark job
+        for statistics no build uses. Whatever reads it later gathers them on first read, as for
+        a source (`stats.gather_unread_models: true` gathers after every build)."""
         label = model_label(model, None)
         try:
             config = OptimizerConfig.from_dicts(self._optimizer_block(), model_config or {})
             if not config.enabled or not bool(self._stats_settings().get("auto_gather", True)):
                 return ""
-            started = self._build_started.pop((model or {}).get("unique_id", ""), None)
+            unique_id = (model or {}).get("unique_id", "")
+            started = self._build_started.pop(unique_id, None)
             build_seconds = time.perf_counter() - started if started else None
+            if not self._stats_settings().get("gather_unread_models", False) and graph and not read_by_models(graph, unique_id):
+                for relation in relations or []:
+                    self._report().add_gathering_deferred(
+                        label, f"{relation.schema}.{relation.identifier}".lower(),
+                        "no model of the project reads it: statistics are gathered when something first does")
+                return ""
             for relation in relations or []:
                 name = f"{relation.schema}.{relation.identifier}".lower()
                 self.statistics.describe(name, refresh=True)

@@ -56,17 +56,24 @@ class Report:
 
     def add_gathering(self, label: str, table: str, seconds: float, build_seconds: Optional[float], ratio: Optional[float]) -> None:
         """Record the after-build statistics cost next to the model's own build time."""
+        self._add_after_build(label, table, {
+            "gather_seconds": round(seconds, 3),
+            "build_seconds": None if build_seconds is None else round(build_seconds, 3),
+            "cost_ratio": None if ratio is None else round(ratio, 3),
+        })
+
+    def add_gathering_deferred(self, label: str, table: str, reason: str) -> None:
+        """Record that the after-build gathering did not run, and why."""
+        self._add_after_build(label, table, {"gathered": False, "reason": reason})
+
+    def _add_after_build(self, label: str, table: str, entry: Dict[str, Any]) -> None:
         with _lock:
             path = self._path(label, ".json")
             record: Dict[str, Any] = {}
             if os.path.exists(path):
                 with open(path) as handle:
                     record = json.load(handle)
-            record.setdefault("after_build_statistics", {})[table] = {
-                "gather_seconds": round(seconds, 3),
-                "build_seconds": None if build_seconds is None else round(build_seconds, 3),
-                "cost_ratio": None if ratio is None else round(ratio, 3),
-            }
+            record.setdefault("after_build_statistics", {})[table] = entry
             os.makedirs(self.folder, exist_ok=True)
             with open(path, "w") as handle:
                 json.dump(record, handle, indent=2, default=str)

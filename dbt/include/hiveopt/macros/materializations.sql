@@ -1,15 +1,16 @@
 {#-- dbt-spark's table and incremental materializations, followed by statistics gathering of the
-     relation just built (Hive's hive.stats.autogather). --#}
+     relation just built (Hive's hive.stats.autogather) when another model reads it: dbt's graph
+     says which. --#}
 
 {% materialization table, adapter='hiveopt', supported_languages=['sql', 'python'] %}
   {%- set result = materialization_table_spark() -%}
-  {%- do adapter.hiveopt_after_build(result['relations'], model, config.get('hiveopt')) -%}
+  {%- do adapter.hiveopt_after_build(result['relations'], model, config.get('hiveopt'), graph) -%}
   {{ return(result) }}
 {% endmaterialization %}
 
 
 {% materialization incremental, adapter='hiveopt', supported_languages=['sql', 'python'] %}
   {%- set result = materialization_incremental_spark() -%}
-  {%- do adapter.hiveopt_after_build(result['relations'], model, config.get('hiveopt')) -%}
+  {%- do adapter.hiveopt_after_build(result['relations'], model, config.get('hiveopt'), graph) -%}
   {{ return(result) }}
 {% endmaterialization %}
