@@ -41,7 +41,7 @@ def main() -> int:
     for model in MODELS:
         rec = harness.record("hiveopt", model)
         hints = [f"{d['hint']}({d['relation']})" for r in rec["rules"] for d in r["decisions"] if d["fired"] and d.get("hint")]
-        gather = sum(v["gather_seconds"] for v in (rec.get("after_build_statistics") or {}).values())
+        gather = sum(v.get("gather_seconds", 0.0) for v in (rec.get("after_build_statistics") or {}).values())
         print(f"{model:26} {med['dbt-spark'][model]:10.2f} {med['hiveopt rule off'][model]:10.2f} {med['hiveopt'][model]:10.2f} "
               f"{med['dbt-spark'][model] / med['hiveopt'][model]:6.2f}x  {str(all(s[model] for s in same.values())):9} "
               f"{rec['optimizer_ms']:7.1f} {gather:8.2f}  {', '.join(hints) or 'no'}")

@@ -2,7 +2,8 @@
 
 A case is a block of `# key: value` lines, then the input SQL ending in `;`, then optionally the
 expected SQL ending in `;`. No expected SQL means the rule must not fire. `# stats: NAME` picks a
-schema and statistics set from statistics.json; `# execute: false` keeps a case off Spark.
+schema and statistics set from statistics.json; `# config: {...}` (JSON) sets optimizer settings;
+`# execute: false` keeps a case off Spark.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def context_for(case: Case, only_rule: Optional[str] = None, **settings) -> Opti
     from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
 
     rules = {name: (only_rule is None or name == only_rule) for name in RULE_NAMES}
+    configured = json.loads(case.meta["config"]) if case.meta.get("config") else {}
     return OptimizerContext(
         schema=sets["schema"], statistics=StatsCatalog.from_dict(sets["statistics"]),
-        config=OptimizerConfig.from_dicts({"rules": rules, **settings}), model=case.title,
+        config=OptimizerConfig.from_dicts({"rules": rules, **configured, **settings}), model=case.title,
     )

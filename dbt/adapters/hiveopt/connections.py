@@ -90,6 +90,14 @@ def ensure_local_session(credentials: HiveoptCredentials) -> None:
         builder.getOrCreate()
 
 
+def session_task_slots() -> Optional[int]:
+    """How many tasks the embedded session runs at once (local[N]: N), or None without one."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    return int(context.defaultParallelism) if context is not None else None
+
+
 class HiveoptConnectionManager(SparkConnectionManager):
     TYPE = "hiveopt"
 

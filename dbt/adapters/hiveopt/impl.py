@@ -17,7 +17,9 @@ from dbt.adapters.base.meta import available
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
 
-from dbt.adapters.hiveopt.connections import HiveoptConnectionManager
+from dbt.adapters.spark.connections import SparkConnectionMethod
+
+from dbt.adapters.hiveopt.connections import HiveoptConnectionManager, session_task_slots
 from dbt.adapters.hiveopt.optimizer import (
     OptimizerConfig,
     OptimizerContext,
@@ -73,7 +75,12 @@ class HiveoptAdapter(SparkAdapter):
 
     # -- settings -----------------------------------------------------------------------------
     def _optimizer_block(self) -> Dict[str, Any]:
-        return dict(getattr(self.config.credentials, "optimizer", None) or {})
+        block = dict(getattr(self.config.credentials, "optimizer", None) or {})
+        if "task_slots" not in block and self.config.credentials.method == SparkConnectionMethod.SESSION:
+            slots = session_task_slots()  # an embedded session knows its cores; a server is configured
+            if slots:
+                block["task_slots"] = slots
+        return block
 
     def _stats_settings(self) -> Dict[str, Any]:
         return dict(self._optimizer_block().get("stats") or {})

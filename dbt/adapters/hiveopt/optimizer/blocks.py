@@ -47,6 +47,6 @@ def join_blocks(expression: exp.Expression, log) -> Iterator[Tuple[Scope, exp.Se
             continue
         label = block_label(scope)
         if user_join_hint(select):
-            log.skipped("the block has a join hint written by the user: it stays as written", block=label)
+            log.skipped("the block has a join hint (the user's, or an earlier rule's): its joins stay as they are", block=label)
             continue
         yield scope, select, label

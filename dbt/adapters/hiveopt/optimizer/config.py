@@ -24,6 +24,10 @@ DEFAULT_SHUFFLE_HASH_RATIO = 3.0
 DEFAULT_SHUFFLE_PARTITIONS = 200
 # Tasks that each receive a broadcast copy (the cost model charges a broadcast this many times).
 DEFAULT_PARALLELISM = 8
+# Tasks the cluster runs at once, when the adapter cannot ask Spark (a local session says).
+DEFAULT_TASK_SLOTS = 8
+# A heavy hitter is a hot key for the skew-join rewrite from this share of its side's rows on.
+DEFAULT_SKEW_KEY_MIN_SHARE = 0.05
 
 
 class ConfigError(ValueError):
@@ -41,6 +45,10 @@ class OptimizerConfig:
     shuffle_hash_ratio: float = DEFAULT_SHUFFLE_HASH_RATIO
     shuffle_partitions: int = DEFAULT_SHUFFLE_PARTITIONS
     parallelism: int = DEFAULT_PARALLELISM
+    task_slots: int = DEFAULT_TASK_SLOTS
+    skew_key_min_share: float = DEFAULT_SKEW_KEY_MIN_SHARE
+    # {"db.table": {"column": [values]}}: hot keys known in advance (Hive's SKEWED BY).
+    skewed_keys: Dict[str, Dict[str, list]] = field(default_factory=dict)
 
     def rule_enabled(self, name: str) -> bool:
         return self.enabled and self.rules.get(name, True)
@@ -72,6 +80,12 @@ class OptimizerConfig:
         cfg.shuffle_hash_partition_bytes = int(cfg.shuffle_hash_partition_bytes)
         cfg.shuffle_partitions = int(cfg.shuffle_partitions)
         cfg.parallelism = int(cfg.parallelism)
+        cfg.task_slots = int(cfg.task_slots)
+        cfg.skew_key_min_share = float(cfg.skew_key_min_share)
+        if not isinstance(cfg.skewed_keys, Mapping) or not all(
+                isinstance(cols, Mapping) and all(isinstance(v, (list, tuple)) for v in cols.values())
+                for cols in cfg.skewed_keys.values()):
+            raise ConfigError("skewed_keys must map 'db.table' to {column: [values]}")
         cfg.shuffle_hash_ratio = float(cfg.shuffle_hash_ratio)
         return cfg
 

@@ -25,6 +25,7 @@ from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.invariants import check_invariants, generate_checked
 from dbt.adapters.hiveopt.optimizer.prepare import UnsupportedQuery, prepare_query
 from dbt.adapters.hiveopt.optimizer.rules.reorder_joins import reorder_joins
+from dbt.adapters.hiveopt.optimizer.rules.rewrite_skew_joins import rewrite_skew_joins
 from dbt.adapters.hiveopt.optimizer.rules.select_join_algorithms import select_join_algorithms
 
 Rule = Callable[..., exp.Expression]
@@ -34,6 +35,10 @@ Rule = Callable[..., exp.Expression]
 RULES: Tuple[Tuple[str, Rule], ...] = (
     # Before the algorithm choice: which joins exist, and in what order, decides what is a build side.
     ("reorder_joins", reorder_joins),
+    # After the order is fixed (it splits the block's first join), before the algorithm choice:
+    # its hot-key branch carries its own BROADCAST hint, and the broadcast rule then sizes the
+    # rest of the split join and the joins above it like any other.
+    ("rewrite_skew_joins", rewrite_skew_joins),
     # Last of the join rules: it sizes the build sides of the tree as the earlier rules leave it.
     ("select_join_algorithms", select_join_algorithms),
 )
