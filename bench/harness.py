@@ -47,8 +47,12 @@ def dbt(args: List[str], target_path: str) -> Dict[str, float]:
 
 
 def rows(spark, model: str):
-    return sorted((tuple(round(float(v), 4) if isinstance(v, float) or type(v).__name__ == "Decimal" else v for v in r)
-                   for r in spark.table(f"analytics_bench.{model}").collect()), key=repr)
+    """The model's rows, sorted; fractional numbers to 10 significant digits, because a sum of
+    doubles depends on the order Spark adds them in (a UNION ALL or another join order changes it)."""
+    def value(v):
+        return float(f"{float(v):.10g}") if isinstance(v, float) or type(v).__name__ == "Decimal" else v
+
+    return sorted((tuple(value(v) for v in r) for r in spark.table(f"analytics_bench.{model}").collect()), key=repr)
 
 
 def measure(spark, select: List[str], models: List[str], variants: Dict[str, Tuple[str, dict]], common: dict,

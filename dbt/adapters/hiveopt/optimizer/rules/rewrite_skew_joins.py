@@ -89,6 +89,11 @@ def _rewrite_block(scope: Scope, select: exp.Select, label: str, estimator: Esti
         log.skipped(f"{side or kind} join: only inner joins and LEFT joins are split", block=label)
         return
     left, right = first.alias_or_name, source_alias(join)
+    if not all(isinstance(scope.sources.get(alias), exp.Table) for alias in (left, right)):
+        # Each branch reads both inputs: a derived table or CTE would be computed twice, and one
+        # with rand() in it would not even give the same rows twice.
+        log.skipped("the first join reads a derived table or CTE: only joins of tables are split", block=label)
+        return
     pairs = [p for p in (equi_pair(c) for c in conjuncts(join.args.get("on"))) if p]
     pairs = [(a, b) if a.table == left else (b, a) for a, b in pairs if {a.table, b.table} == {left, right}]
     if not pairs:
