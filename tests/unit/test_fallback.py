@@ -34,7 +34,9 @@ def test_fallback_reasons(sql, reason):
 def test_switched_off():
     result = run("SELECT t.k FROM db.t JOIN db.u ON t.k = u.k", enabled=False)
     assert result.fallback_reason == "optimizer switched off" and result.switched_off and not result.changed
-    result = run("SELECT t.k FROM db.t JOIN db.u ON t.k = u.k", rules={"select_join_algorithms": False, "reorder_joins": False})
+    from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
+
+    result = run("SELECT t.k FROM db.t JOIN db.u ON t.k = u.k", rules={name: False for name in RULE_NAMES})
     assert result.fallback_reason == "every rule switched off" and result.switched_off
 
 

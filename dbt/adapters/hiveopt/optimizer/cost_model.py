@@ -24,6 +24,14 @@ from typing import FrozenSet, Optional, Sequence, Tuple
 DEFAULT_PARALLELISM = 8
 # What producing one byte of join output costs relative to moving one byte.
 OUTPUT_BYTE_COST = 1.0
+# Reading one byte of a column from Parquet, relative to shuffling one byte (write, sort, fetch):
+# columnar, compressed, read in parallel; the correlation rules weigh a second scan with it.
+SCAN_BYTE_COST = 0.25
+# Rewriting an aggregate joined back to its input into a window shuffles and sorts the input once
+# (per byte about as dear as a shuffle); computing the input a second time must cost at least
+# this many times more before the correlation rule trades one for the other.
+WINDOW_BYTE_COST = 1.0
+MIN_RECOMPUTE_TO_WINDOW_RATIO = 1.0
 
 
 @dataclass(frozen=True)

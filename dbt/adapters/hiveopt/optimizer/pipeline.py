@@ -24,6 +24,7 @@ from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, RuleRun
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.invariants import check_invariants, generate_checked
 from dbt.adapters.hiveopt.optimizer.prepare import UnsupportedQuery, prepare_query
+from dbt.adapters.hiveopt.optimizer.rules.merge_correlated_aggregates import merge_correlated_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.reorder_joins import reorder_joins
 from dbt.adapters.hiveopt.optimizer.rules.select_join_algorithms import select_join_algorithms
 
@@ -32,6 +33,9 @@ Rule = Callable[..., exp.Expression]
 # The rules, in order. Each line says why it stands where it does. Qualification (resolving
 # every column to its relation) runs before all of them in prepare_query.
 RULES: Tuple[Tuple[str, Rule], ...] = (
+    # First: it removes a relation (or a subquery) from a block, so the join rules after it plan
+    # the block that will actually run, not the one that reads the input twice.
+    ("merge_correlated_aggregates", merge_correlated_aggregates),
     # Before the algorithm choice: which joins exist, and in what order, decides what is a build side.
     ("reorder_joins", reorder_joins),
     # Last of the join rules: it sizes the build sides of the tree as the earlier rules leave it.
@@ -40,21 +44,28 @@ RULES: Tuple[Tuple[str, Rule], ...] = (
 
 RULE_NAMES = tuple(name for name, _ in RULES)
 
-# Rules that cannot both be on (Hive turns the correlation optimizer off when compile-time skew
-# join is on): {rule: rules it switches off}. None yet with a single rule.
-CONFLICTS: dict = {}
+# Rules that cannot both be on: {rule: rules it switches off}. Hive turns the correlation optimizer
+# off when compile-time skew join is on (a skew rewrite splits a join into a UNION ALL by key,
+# which a window over one pass by the same key would undo): when `rewrite_skew_joins` exists and
+# is on, the correlation rules are off. A conflict names only rules that exist.
+CORRELATION_RULES = ("merge_correlated_aggregates",)
+CONFLICTS: dict = {"rewrite_skew_joins": CORRELATION_RULES}
 
 
 def needs_statistics(expression: exp.Expression, config: OptimizerConfig) -> bool:
-    """Whether an enabled rule could use statistics for this query: every rule works on joins,
-    so a query without one, or with every rule off, costs no statistics I/O.
+    """Whether an enabled rule could use statistics for this query: every rule works on joins or
+    on subqueries (a correlated one reads its input twice), so a query without either, or with
+    every rule off, costs no statistics I/O.
 
     >>> import sqlglot
     >>> cfg = OptimizerConfig()
     >>> needs_statistics(sqlglot.parse_one("SELECT a FROM t"), cfg), needs_statistics(sqlglot.parse_one("SELECT a FROM t JOIN u ON t.k = u.k"), cfg)
     (False, True)
+    >>> needs_statistics(sqlglot.parse_one("SELECT a FROM t WHERE a > (SELECT AVG(a) FROM t AS u WHERE u.k = t.k)"), cfg)
+    True
     """
-    return any(config.rule_enabled(name) for name in RULE_NAMES) and expression.find(exp.Join) is not None
+    return any(config.rule_enabled(name) for name in RULE_NAMES) and (
+        expression.find(exp.Join) is not None or expression.find(exp.Subquery) is not None)
 
 
 def _arguments(rule: Rule, available: dict) -> dict:
@@ -95,7 +106,8 @@ def optimize(sql: str, context: OptimizerContext) -> OptimizedQuery:
         return finish(f"cannot prepare the query: {type(error).__name__}: {error}")
 
     expression = prepared.expression
-    disabled = {off for rule, offs in CONFLICTS.items() if context.config.rule_enabled(rule) for off in offs}
+    disabled = {off for rule, offs in CONFLICTS.items()
+                if rule in RULE_NAMES and context.config.rule_enabled(rule) for off in offs}
     for name, rule in RULES:
         enabled = context.config.rule_enabled(name) and name not in disabled
         run = RuleRun(rule=name, enabled=enabled)
