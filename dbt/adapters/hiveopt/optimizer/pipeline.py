@@ -25,6 +25,7 @@ from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.invariants import check_invariants, generate_checked
 from dbt.adapters.hiveopt.optimizer.prepare import UnsupportedQuery, prepare_query
 from dbt.adapters.hiveopt.optimizer.rules.merge_correlated_aggregates import merge_correlated_aggregates
+from dbt.adapters.hiveopt.optimizer.rules.merge_sibling_aggregates import merge_sibling_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.reorder_joins import reorder_joins
 from dbt.adapters.hiveopt.optimizer.rules.select_join_algorithms import select_join_algorithms
 
@@ -36,6 +37,10 @@ RULES: Tuple[Tuple[str, Rule], ...] = (
     # First: it removes a relation (or a subquery) from a block, so the join rules after it plan
     # the block that will actually run, not the one that reads the input twice.
     ("merge_correlated_aggregates", merge_correlated_aggregates),
+    # Also before the join rules, for the same reason: siblings merged leave one relation where
+    # there were several. Independent of the rule above (it merges aggregate with aggregate, the
+    # one above aggregate with rows), so their order between themselves does not matter.
+    ("merge_sibling_aggregates", merge_sibling_aggregates),
     # Before the algorithm choice: which joins exist, and in what order, decides what is a build side.
     ("reorder_joins", reorder_joins),
     # Last of the join rules: it sizes the build sides of the tree as the earlier rules leave it.
@@ -48,7 +53,7 @@ RULE_NAMES = tuple(name for name, _ in RULES)
 # off when compile-time skew join is on (a skew rewrite splits a join into a UNION ALL by key,
 # which a window over one pass by the same key would undo): when `rewrite_skew_joins` exists and
 # is on, the correlation rules are off. A conflict names only rules that exist.
-CORRELATION_RULES = ("merge_correlated_aggregates",)
+CORRELATION_RULES = ("merge_correlated_aggregates", "merge_sibling_aggregates")
 CONFLICTS: dict = {"rewrite_skew_joins": CORRELATION_RULES}
 
 
