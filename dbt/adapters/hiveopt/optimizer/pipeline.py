@@ -27,6 +27,7 @@ from dbt.adapters.hiveopt.optimizer.prepare import UnsupportedQuery, prepare_que
 from dbt.adapters.hiveopt.optimizer.rules.merge_correlated_aggregates import merge_correlated_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.merge_sibling_aggregates import merge_sibling_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.reorder_joins import reorder_joins
+from dbt.adapters.hiveopt.optimizer.rules.reuse_repeated_subqueries import reuse_repeated_subqueries
 from dbt.adapters.hiveopt.optimizer.rules.select_join_algorithms import select_join_algorithms
 
 Rule = Callable[..., exp.Expression]
@@ -41,6 +42,9 @@ RULES: Tuple[Tuple[str, Rule], ...] = (
     # there were several. Independent of the rule above (it merges aggregate with aggregate, the
     # one above aggregate with rows), so their order between themselves does not matter.
     ("merge_sibling_aggregates", merge_sibling_aggregates),
+    # After the merges, which remove the repetitions they can: records what is still read twice
+    # and why it is left to Spark's exchange reuse (it rewrites nothing, by measurement).
+    ("reuse_repeated_subqueries", reuse_repeated_subqueries),
     # Before the algorithm choice: which joins exist, and in what order, decides what is a build side.
     ("reorder_joins", reorder_joins),
     # Last of the join rules: it sizes the build sides of the tree as the earlier rules leave it.
