@@ -43,6 +43,7 @@ test: data
 bench: install
 	$(BIN)/python bench/broadcast.py
 	$(BIN)/python bench/join_order.py
+	$(BIN)/python bench/correlation.py
 	$(BIN)/python bench/optimizer_time.py
 
 clean:
