@@ -44,6 +44,7 @@ bench: install
 	$(BIN)/python bench/broadcast.py
 	$(BIN)/python bench/join_order.py
 	$(BIN)/python bench/skew_join.py
+	$(BIN)/python bench/correlation.py
 	$(BIN)/python bench/optimizer_time.py
 
 clean:

@@ -36,6 +36,14 @@ OUTPUT_BYTE_COST = 0.25
 # The fixed cost of one exchange (a shuffle stage: its map and reduce tasks, scheduling, files),
 # as bytes moved; what makes shuffling two small inputs dearer than broadcasting one of them.
 EXCHANGE_FIXED_BYTES = 8 * 1024 * 1024
+# Reading one byte of a column from Parquet, relative to shuffling one byte (write, sort, fetch):
+# columnar, compressed, read in parallel; the correlation rules weigh a second scan with it.
+SCAN_BYTE_COST = 0.25
+# Rewriting an aggregate joined back to its input into a window shuffles and sorts the input once
+# (per byte about as dear as a shuffle); computing the input a second time must cost at least
+# this many times more before the correlation rule trades one for the other.
+WINDOW_BYTE_COST = 1.0
+MIN_RECOMPUTE_TO_WINDOW_RATIO = 1.0
 
 
 @dataclass(frozen=True)

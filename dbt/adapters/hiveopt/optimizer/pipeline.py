@@ -24,8 +24,11 @@ from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, RuleRun
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.invariants import check_invariants, generate_checked
 from dbt.adapters.hiveopt.optimizer.prepare import UnsupportedQuery, prepare_query
+from dbt.adapters.hiveopt.optimizer.rules.merge_correlated_aggregates import merge_correlated_aggregates
+from dbt.adapters.hiveopt.optimizer.rules.merge_sibling_aggregates import merge_sibling_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.reorder_joins import reorder_joins
 from dbt.adapters.hiveopt.optimizer.rules.rewrite_skew_joins import rewrite_skew_joins
+from dbt.adapters.hiveopt.optimizer.rules.reuse_repeated_subqueries import reuse_repeated_subqueries
 from dbt.adapters.hiveopt.optimizer.rules.select_join_algorithms import select_join_algorithms
 
 Rule = Callable[..., exp.Expression]
@@ -33,6 +36,16 @@ Rule = Callable[..., exp.Expression]
 # The rules, in order. Each line says why it stands where it does. Qualification (resolving
 # every column to its relation) runs before all of them in prepare_query.
 RULES: Tuple[Tuple[str, Rule], ...] = (
+    # First: it removes a relation (or a subquery) from a block, so the join rules after it plan
+    # the block that will actually run, not the one that reads the input twice.
+    ("merge_correlated_aggregates", merge_correlated_aggregates),
+    # Also before the join rules, for the same reason: siblings merged leave one relation where
+    # there were several. Independent of the rule above (it merges aggregate with aggregate, the
+    # one above aggregate with rows), so their order between themselves does not matter.
+    ("merge_sibling_aggregates", merge_sibling_aggregates),
+    # After the merges, which remove the repetitions they can: records what is still read twice
+    # and why it is left to Spark's exchange reuse (it rewrites nothing, by measurement).
+    ("reuse_repeated_subqueries", reuse_repeated_subqueries),
     # Before the algorithm choice: which joins exist, and in what order, decides what is a build side.
     ("reorder_joins", reorder_joins),
     # After the order is fixed (it splits the block's first join), before the algorithm choice:
@@ -45,21 +58,30 @@ RULES: Tuple[Tuple[str, Rule], ...] = (
 
 RULE_NAMES = tuple(name for name, _ in RULES)
 
-# Rules that cannot both be on (Hive turns the correlation optimizer off when compile-time skew
-# join is on): {rule: rules it switches off}. None yet with a single rule.
-CONFLICTS: dict = {}
+# Rules that must not both rewrite one query: {rule: rules it switches off once it has fired}.
+# Hive turns its correlation optimizer off when compile-time skew join is on: a skew rewrite splits
+# a join by key into a UNION ALL, a correlation merge reads an input once by the same key, and
+# each one's cost was computed for the query without the other. Here both are on, and whichever
+# fires first on a query (the correlation rules stand first) keeps it: the skew rule then skips
+# that query and records why.
+CORRELATION_RULES = ("merge_correlated_aggregates", "merge_sibling_aggregates")
+CONFLICTS: dict = {rule: ("rewrite_skew_joins",) for rule in CORRELATION_RULES}
 
 
 def needs_statistics(expression: exp.Expression, config: OptimizerConfig) -> bool:
-    """Whether an enabled rule could use statistics for this query: every rule works on joins,
-    so a query without one, or with every rule off, costs no statistics I/O.
+    """Whether an enabled rule could use statistics for this query: every rule works on joins or
+    on subqueries (a correlated one reads its input twice), so a query without either, or with
+    every rule off, costs no statistics I/O.
 
     >>> import sqlglot
     >>> cfg = OptimizerConfig()
     >>> needs_statistics(sqlglot.parse_one("SELECT a FROM t"), cfg), needs_statistics(sqlglot.parse_one("SELECT a FROM t JOIN u ON t.k = u.k"), cfg)
     (False, True)
+    >>> needs_statistics(sqlglot.parse_one("SELECT a FROM t WHERE a > (SELECT AVG(a) FROM t AS u WHERE u.k = t.k)"), cfg)
+    True
     """
-    return any(config.rule_enabled(name) for name in RULE_NAMES) and expression.find(exp.Join) is not None
+    return any(config.rule_enabled(name) for name in RULE_NAMES) and (
+        expression.find(exp.Join) is not None or expression.find(exp.Subquery) is not None)
 
 
 def _arguments(rule: Rule, available: dict) -> dict:
@@ -100,14 +122,19 @@ def optimize(sql: str, context: OptimizerContext) -> OptimizedQuery:
         return finish(f"cannot prepare the query: {type(error).__name__}: {error}")
 
     expression = prepared.expression
-    disabled = {off for rule, offs in CONFLICTS.items() if context.config.rule_enabled(rule) for off in offs}
+    excluded: dict = {}  # rule -> the rule that fired on this query and excludes it
     for name, rule in RULES:
-        enabled = context.config.rule_enabled(name) and name not in disabled
+        enabled = context.config.rule_enabled(name)
         run = RuleRun(rule=name, enabled=enabled)
         result.rules.append(run)
         if not enabled:
             continue
         log = DecisionLog(name)
+        if name in excluded:
+            log.skipped(f"{excluded[name]} rewrote this query, and the two exclude each other (Hive: correlation "
+                        "optimizer vs compile-time skew join)")
+            run.decisions = log.decisions
+            continue
         available = dict(
             schema=context.schema, statistics=context.statistics, config=context.config,
             materialization=context.materialization, bucketing=context.bucketing, log=log,
@@ -124,6 +151,8 @@ def optimize(sql: str, context: OptimizerContext) -> OptimizedQuery:
         run.decisions = log.decisions
         if run.fired:
             expression = candidate
+            for off in CONFLICTS.get(name, ()):
+                excluded.setdefault(off, name)
 
     try:
         result.estimates, result.statistics_used = _block_estimates(expression, context)

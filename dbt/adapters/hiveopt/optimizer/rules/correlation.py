@@ -1,0 +1,234 @@
+"""What the correlation rules (merge_correlated_aggregates, merge_sibling_aggregates) share:
+which relation a FROM item reads, the conjuncts of an all-inner block, column renaming, and the
+cost of computing a relation once more.
+
+Two FROM items read the same input when both are the same physical table, or both name the same
+CTE. A derived table is never "the same" as another one (we do not compare query texts here).
+
+>>> import sqlglot
+>>> from sqlglot.optimizer.scope import build_scope
+>>> scope = build_scope(sqlglot.parse_one("WITH c AS (SELECT 1 AS a) SELECT * FROM db.t AS x, c AS y, db.t AS z"))
+>>> [identity(scope, a) for a in ("x", "y", "z")]
+[('table', 'db.t'), ('cte', 'c'), ('table', 'db.t')]
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
+
+from dbt.adapters.hiveopt.optimizer.cost_model import SCAN_BYTE_COST
+from dbt.adapters.hiveopt.optimizer.estimator import Estimator, aliases_of, conjuncts
+from dbt.adapters.hiveopt.optimizer.prepare import NONDETERMINISTIC_FUNCTIONS
+from dbt.adapters.hiveopt.optimizer.statistics import Estimate
+
+# Aggregates whose value over a window partition equals their value over the group, and that
+# Spark can compute as window functions (DISTINCT ones it cannot: DISTINCT_WINDOW_FUNCTION_UNSUPPORTED).
+WINDOWABLE_AGGREGATES = (exp.Avg, exp.Sum, exp.Min, exp.Max, exp.Count)
+# Prefix of the columns the rules add; numbered so they never collide with the query's own.
+ADDED_COLUMN_PREFIX = "_hiveopt_"
+
+
+def identity(scope: Scope, alias: str) -> Optional[Tuple[str, str]]:
+    """('table', 'db.t') or ('cte', name) for the FROM item `alias` of `scope`; None otherwise."""
+    entry = scope.selected_sources.get(alias)
+    if entry is None:
+        return None
+    node, source = entry
+    if isinstance(source, exp.Table):
+        return "table", ".".join(p for p in (source.db, source.name) if p).lower()
+    if isinstance(node, exp.Table) and isinstance(source, Scope) and source.is_cte:
+        return "cte", node.name.lower()
+    return None
+
+
+def from_items(select: exp.Select) -> List[exp.Expression]:
+    """The block's FROM item and the items of its joins, in order."""
+    items = [select.args["from_"].this] if select.args.get("from_") else []
+    return items + [join.this for join in select.args.get("joins") or []]
+
+
+def non_inner_join(select: exp.Select) -> Optional[str]:
+    """A description of the first join that is not an inner (or cross) join, else None."""
+    for join in select.args.get("joins") or []:
+        side, kind = (join.side or "").upper(), (join.kind or "").upper()
+        if side or kind not in ("", "INNER", "CROSS") or join.args.get("using") or (join.args.get("method") or ""):
+            return " ".join(p for p in (join.args.get("method") or "", side, kind, "JOIN") if p).strip()
+    return None
+
+
+def block_conjuncts(select: exp.Select) -> List[exp.Expression]:
+    """WHERE and every ON conjunct of an all-inner block (all of them filter the same rows)."""
+    where = select.args.get("where")
+    out = conjuncts(where.this if where else None)
+    for join in select.args.get("joins") or []:
+        out += conjuncts(join.args.get("on"))
+    return out
+
+
+def deterministic(node: exp.Expression) -> bool:
+    return not any(
+        f.name.lower() in NONDETERMINISTIC_FUNCTIONS or f.sql_name().lower() in NONDETERMINISTIC_FUNCTIONS
+        for f in node.find_all(exp.Func)
+    )
+
+
+def renamed(node: exp.Expression, old: str, new: str) -> exp.Expression:
+    """A copy of `node` with columns of table alias `old` pointed at alias `new`."""
+    copy = node.copy()
+    for column in copy.find_all(exp.Column):
+        if column.table == old:
+            column.set("table", exp.to_identifier(new))
+    return copy
+
+
+def normalized(node: exp.Expression) -> str:
+    return node.sql(dialect="spark")
+
+
+def local_to(predicate: exp.Expression, alias: str) -> bool:
+    return aliases_of(predicate) == {alias} and predicate.find(exp.Subquery) is None
+
+
+def fresh_names(expression: exp.Expression, count: int) -> List[str]:
+    """`count` column names unused anywhere in the query."""
+    used = {i.name.lower() for i in expression.find_all(exp.Identifier)}
+    names, n = [], 0
+    while len(names) < count:
+        name = f"{ADDED_COLUMN_PREFIX}{n}"
+        if name not in used:
+            names.append(name)
+        n += 1
+    return names
+
+
+def columns_of(select: exp.Select, scope: Scope, alias: str, all_scopes: Iterable[Scope]) -> List[str]:
+    """Names of the columns of FROM item `alias` that the block reads, its own subqueries included
+    (where they refer to it from outside), in first-seen order."""
+    names: List[str] = []
+    for s in all_scopes:
+        if s is not scope and not _inside(s.expression, select):
+            continue
+        if s is not scope and alias in s.sources:
+            continue  # a subquery with its own relation of that name
+        for column in s.columns:
+            if column.table == alias and column.name not in names:
+                names.append(column.name)
+    return names
+
+
+def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
+    while node is not None:
+        if node is ancestor:
+            return True
+        node = node.parent
+    return False
+
+
+def replace_columns(select: exp.Select, mapping: Dict[Tuple[str, str], exp.Expression]) -> None:
+    """Replace columns `alias.name` (keys lowercase) anywhere in the block by copies of the mapped
+    expressions; subqueries that define a relation of that alias themselves keep theirs."""
+    aliases = {a for a, _ in mapping}
+    for column in list(select.find_all(exp.Column)):
+        key = (column.table.lower(), column.name.lower())
+        if key not in mapping:
+            continue
+        # A subquery in between that reads its own relation of that alias shadows ours.
+        node, shadowed = column.parent, False
+        while node is not None and node is not select:
+            if isinstance(node, exp.Select) and any(item.alias_or_name in aliases for item in from_items(node)):
+                shadowed = True
+                break
+            node = node.parent
+        if not shadowed:
+            column.replace(mapping[key].copy())
+
+
+def compute_cost(estimator: Estimator, scope: Scope, broadcast_threshold_bytes: float) -> Estimate:
+    """What computing this block once more costs, in bytes moved (the cost model's unit): every
+    physical column read at SCAN_BYTE_COST a byte; every join input too big to broadcast shuffled
+    once; an aggregate's output shuffled once. Absent when any row count is absent."""
+    select = scope.expression
+    if not isinstance(select, exp.Select):
+        return Estimate.absent()
+    total = Estimate.exact(0)
+    joined = bool(select.args.get("joins"))
+    for alias, (_node, source) in scope.selected_sources.items():
+        if isinstance(source, exp.Table):
+            relation = estimator.table(source)
+            read = relation.bytes(c.name for c in scope.columns if c.table == alias)
+            if read.is_absent:
+                return Estimate.absent()
+            total = total + read * SCAN_BYTE_COST
+        elif isinstance(source, Scope):
+            inner = compute_cost(estimator, source, broadcast_threshold_bytes)
+            read = estimator.estimate(source.expression).bytes()
+            if inner.is_absent or read.is_absent:
+                return Estimate.absent()
+            total = total + inner
+        else:
+            return Estimate.absent()
+        if joined and read.value > broadcast_threshold_bytes:
+            total = total + read
+    if select.args.get("group"):
+        out = estimator.estimate(select).bytes()
+        if out.is_absent:
+            return Estimate.absent()
+        total = total + out
+    return total
+
+
+def source_cost(estimator: Estimator, scope: Scope, alias: str, broadcast_threshold_bytes: float) -> Estimate:
+    """Cost of reading FROM item `alias` of `scope` once more (a table's columns, or a CTE's block)."""
+    _node, source = scope.selected_sources[alias]
+    if isinstance(source, exp.Table):
+        return estimator.table(source).bytes(c.name for c in scope.columns if c.table == alias) * SCAN_BYTE_COST
+    return compute_cost(estimator, source, broadcast_threshold_bytes)
+
+
+def remove_item(select: exp.Select, alias: str) -> None:
+    """Drop FROM item `alias` from an all-inner block; its ON conjuncts move to WHERE."""
+    joins = list(select.args.get("joins") or [])
+    moved: List[exp.Expression] = []
+    from_item = select.args["from_"].this
+    if from_item.alias_or_name == alias:
+        first = joins.pop(0)
+        if first.args.get("on"):
+            moved.append(first.args["on"])
+        select.set("from_", exp.From(this=first.this))
+    else:
+        for join in joins:
+            if join.this.alias_or_name == alias:
+                if join.args.get("on"):
+                    moved.append(join.args["on"])
+                joins.remove(join)
+                break
+    select.set("joins", joins or None)
+    if moved:
+        add_where(select, moved)
+
+
+def add_where(select: exp.Select, predicates: List[exp.Expression]) -> None:
+    where = select.args.get("where")
+    parts = ([where.this] if where else []) + list(predicates)
+    select.set("where", exp.Where(this=exp.and_(*parts, copy=False)) if parts else None)
+
+
+def drop_conjuncts(select: exp.Select, doomed: List[exp.Expression]) -> None:
+    """Remove these conjunct nodes (by identity) from WHERE and ON clauses."""
+    ids = {id(d) for d in doomed}
+    for holder, key in [(select, "where")] + [(j, "on") for j in select.args.get("joins") or []]:
+        clause = holder.args.get(key)
+        if clause is None:
+            continue
+        body = clause.this if key == "where" else clause
+        kept = [c for c in conjuncts(body) if id(c) not in ids]
+        if len(kept) == len(conjuncts(body)):
+            continue
+        rebuilt = exp.and_(*kept, copy=False) if kept else None
+        if key == "where":
+            holder.set("where", exp.Where(this=rebuilt) if rebuilt is not None else None)
+        else:
+            holder.set("on", rebuilt)

@@ -1,0 +1,254 @@
+"""Merge sibling aggregations over the same input into one pass with conditional aggregates
+(Hive's Correlation Optimizer, input correlation between siblings; TPC-DS q28 / q88 shapes).
+
+Derived tables of one block that aggregate the same input (the same FROM and joins, written
+alike) with different WHERE filters, and that the block combines by a cross join (aggregates
+without GROUP BY: one row each) or by an inner join on every one of their common grouping keys,
+become one derived table:
+
+    SELECT ... FROM (SELECT AVG(x) AS a FROM T WHERE C AND R1) b1, (SELECT COUNT(x) AS c FROM T WHERE C AND R2) b2
+ -> SELECT ... FROM (SELECT AVG(x) FILTER (WHERE R1) AS a, COUNT(x) FILTER (WHERE R2) AS c
+                     FROM T WHERE C AND (R1 OR R2)) b1
+
+Conjuncts every sibling shares stay in WHERE, the rest become FILTER clauses, and WHERE keeps
+their OR (rows no sibling reads are not read). Per key, the inner join keeps only keys every
+sibling has, and no NULL key: the merged block filters NULL keys and keeps a group only when
+each sibling's own rows are in it (HAVING COUNT(*) FILTER (WHERE Ri) > 0). Each aggregate sees
+exactly the rows it saw before; an empty sibling still yields its one row (scalar case). Not
+merged: HAVING, LIMIT, DISTINCT (rows or aggregates), windows, nested subqueries, FILTER
+clauses already there, non-deterministic expressions, outer joins in the block.
+
+Measured here (issue 4): two GROUP BY aggregates of one 10M-row table joined on their key ran
+5.4 s, one aggregate with FILTER clauses 3.3 s; the input is read once instead of once per
+sibling, so the rule needs no statistics to know it gains.
+
+>>> from dbt.adapters.hiveopt.optimizer import OptimizerContext, optimize
+>>> from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
+>>> schema = {"db": {"t": {"q": "int", "p": "double"}}}
+>>> sql = ("SELECT b1.a, b2.c FROM (SELECT AVG(p) AS a FROM db.t WHERE q BETWEEN 0 AND 5) b1, "
+...        "(SELECT COUNT(p) AS c FROM db.t WHERE q BETWEEN 6 AND 10) b2")
+>>> only = OptimizerConfig(rules={"reorder_joins": False, "select_join_algorithms": False})
+>>> print(optimize(sql, OptimizerContext(schema=schema, config=only)).sql)  # doctest: +NORMALIZE_WHITESPACE
+SELECT b1.a AS a, b1.c AS c FROM (SELECT AVG(t.p) FILTER(WHERE t.q BETWEEN 0 AND 5) AS a,
+COUNT(t.p) FILTER(WHERE t.q BETWEEN 6 AND 10) AS c FROM db.t AS t
+WHERE t.q BETWEEN 0 AND 5 OR t.q BETWEEN 6 AND 10) AS b1
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set, Tuple
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
+from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
+from dbt.adapters.hiveopt.optimizer.estimator import Estimator, conjuncts
+from dbt.adapters.hiveopt.optimizer.rules.correlation import (
+    block_conjuncts,
+    compute_cost,
+    deterministic,
+    drop_conjuncts,
+    fresh_names,
+    non_inner_join,
+    normalized,
+    remove_item,
+    replace_columns,
+)
+
+MAX_REWRITES = 16
+
+
+class _Sibling:
+    def __init__(self, alias: str, scope: Scope):
+        self.alias, self.scope, self.select = alias, scope, scope.expression
+        group = self.select.args.get("group")
+        self.keys: List[exp.Expression] = list(group.expressions) if group else []
+        where = self.select.args.get("where")
+        self.conjuncts = conjuncts(where.this if where else None)
+        joins = self.select.args.get("joins") or []
+        self.input = " ".join(normalized(n) for n in [self.select.args["from_"], *joins])
+        self.key_sql = tuple(normalized(k) for k in self.keys)
+
+    def key_outputs(self) -> Dict[str, str]:
+        """key SQL -> the output name this sibling gives it."""
+        out = {}
+        for projection in self.select.selects:
+            body = projection.unalias()
+            if not body.find(exp.AggFunc) and normalized(body) in self.key_sql:
+                out.setdefault(normalized(body), projection.alias_or_name)
+        return out
+
+
+def merge_sibling_aggregates(expression: exp.Expression, schema, statistics, config: OptimizerConfig,
+                             log: DecisionLog) -> exp.Expression:
+    decided: Set[str] = set()
+    for _ in range(MAX_REWRITES):
+        if not _merge_once(expression, schema, statistics, config, log, decided):
+            break
+    return expression
+
+
+def _problem(select: exp.Select) -> Optional[str]:
+    for arg, reason in (("having", "HAVING"), ("limit", "LIMIT"), ("offset", "OFFSET"), ("distinct", "SELECT DISTINCT"),
+                        ("order", "ORDER BY"), ("qualify", "QUALIFY")):
+        if select.args.get(arg):
+            return f"{reason} inside a sibling aggregate"
+    if select.find(exp.Window):
+        return "a window function inside a sibling aggregate"
+    if any(s is not select for s in select.find_all(exp.Select)):
+        return "a nested subquery inside a sibling aggregate"
+    if not deterministic(select):
+        return "a non-deterministic expression inside a sibling aggregate"
+    for agg in select.find_all(exp.AggFunc):
+        if agg.find(exp.Distinct):
+            return f"DISTINCT aggregate {normalized(agg)} in a sibling (not merged)"
+        if isinstance(agg.parent, exp.Filter):
+            return "a FILTER clause already in a sibling aggregate"
+    if not all(isinstance(k, exp.Column) for k in (select.args["group"].expressions if select.args.get("group") else [])):
+        return "GROUP BY an expression in a sibling aggregate"
+    for projection in select.selects:
+        body = projection.unalias()
+        if not body.find(exp.AggFunc) and select.args.get("group") is None and body.find(exp.Column):
+            return "a sibling's output reads a column outside an aggregate"
+    return None
+
+
+def _merge_once(expression, schema, statistics, config, log, decided: Set[str]) -> bool:
+    for scope in traverse_scope(expression):
+        select = scope.expression
+        if not isinstance(select, exp.Select):
+            continue
+        siblings: List[_Sibling] = []
+        for alias, (node, source) in scope.selected_sources.items():
+            if not (isinstance(source, Scope) and source.is_derived_table and isinstance(node.parent, exp.Subquery)):
+                continue
+            inner = source.expression
+            if not isinstance(inner, exp.Select) or not inner.args.get("from_") or not any(p.find(exp.AggFunc) for p in inner.selects):
+                continue
+            siblings.append(_Sibling(alias, source))
+        groups: Dict[Tuple[str, tuple], List[_Sibling]] = {}
+        for sibling in siblings:
+            groups.setdefault((sibling.input, sibling.key_sql), []).append(sibling)
+        for (input_sql, key_sql), members in groups.items():
+            if len(members) < 2:
+                continue
+            label = f"siblings {', '.join(m.alias for m in members)}"
+            key = f"{label}:{normalized(select)}"
+            if key in decided:
+                continue
+            decided.add(key)
+            outcome = _analyse(select, members)
+            if isinstance(outcome, str):
+                log.skipped(outcome, candidate=label)
+                continue
+            members, equalities = outcome
+            saved = _saved_bytes(expression, schema, statistics, config, members)
+            _merge(expression, select, members, equalities)
+            log.fired(f"{len(members)} aggregations of one input ({'per ' + ', '.join(key_sql) if key_sql else 'one row each'})"
+                      " -> one pass with FILTER clauses", candidate=label, siblings=[m.alias for m in members],
+                      keys=list(key_sql), recompute_bytes_saved=saved)
+            return True
+    return False
+
+
+def _analyse(select: exp.Select, members: List[_Sibling]):
+    for member in members:
+        problem = _problem(member.select)
+        if problem:
+            return problem
+    join = non_inner_join(select)
+    if join:
+        return f"the block has a {join}: siblings are merged under inner or cross joins only"
+    equalities: List[exp.Expression] = []
+    if members[0].keys:
+        outputs = [m.key_outputs() for m in members]
+        if any(set(o) != set(members[0].key_sql) for o in outputs):
+            return "a sibling does not output every grouping key: they cannot be joined on it"
+        accepted = [0]
+        conj = block_conjuncts(select)
+        for i in range(1, len(members)):
+            found = []
+            for key in members[0].key_sql:
+                match = None
+                for predicate in conj:
+                    if isinstance(predicate, exp.EQ) and isinstance(predicate.this, exp.Column) and isinstance(predicate.expression, exp.Column):
+                        ends = {(c.table, c.name) for c in (predicate.this, predicate.expression)}
+                        for j in accepted:
+                            if ends == {(members[i].alias, outputs[i][key]), (members[j].alias, outputs[j][key])}:
+                                match = predicate
+                if match is None:
+                    return "the siblings are not joined on every grouping key: their join is not one pass per key"
+                found.append(match)
+            equalities += found
+            accepted.append(i)
+    return members, equalities
+
+
+def _saved_bytes(expression, schema, statistics, config, members) -> Optional[float]:
+    try:
+        cost = compute_cost(Estimator(expression, schema, statistics), members[0].scope, config.broadcast_threshold_bytes)
+    except Exception:  # the figure is for the record only
+        return None
+    return None if cost.is_absent else round(cost.value * (len(members) - 1))
+
+
+def _with_filter(body: exp.Expression, condition: Optional[exp.Expression]) -> exp.Expression:
+    body = body.copy()
+    if condition is None:
+        return body
+    for agg in list(body.find_all(exp.AggFunc)):
+        filtered = exp.Filter(this=agg.copy(), expression=exp.Where(this=condition.copy()))
+        if agg is body:
+            return filtered
+        agg.replace(filtered)
+    return body
+
+
+def _merge(expression: exp.Expression, select: exp.Select, members: List[_Sibling], equalities) -> None:
+    common_sql = set.intersection(*[{normalized(c) for c in m.conjuncts} for m in members])
+    first = members[0]
+    common = [c.copy() for c in first.conjuncts if normalized(c) in common_sql]
+    rests: List[Optional[exp.Expression]] = []
+    for member in members:
+        rest = [c.copy() for c in member.conjuncts if normalized(c) not in common_sql]
+        rests.append(exp.and_(*rest) if rest else None)
+    where = list(common)
+    if all(r is not None for r in rests):
+        where.append(exp.or_(*[r.copy() for r in rests]))
+    key_outputs = first.key_outputs() if first.keys else {}
+    projections: List[exp.Expression] = []
+    mapping: Dict[Tuple[str, str], exp.Expression] = {}
+    used: Set[str] = set()
+    for key_sql, name in key_outputs.items():
+        projections.append(exp.alias_(next(k for k in first.keys if normalized(k) == key_sql).copy(), name))
+        used.add(name.lower())
+    extra = iter(fresh_names(expression, sum(len(m.select.selects) for m in members)))
+    for member, rest in zip(members, rests):
+        member_keys = member.key_outputs()
+        for projection in member.select.selects:
+            body, name = projection.unalias(), projection.alias_or_name
+            if not body.find(exp.AggFunc) and normalized(body) in member_keys:
+                mapping[(member.alias.lower(), name.lower())] = exp.column(key_outputs[normalized(body)], table=first.alias)
+                continue
+            out = name if name.lower() not in used else next(extra)
+            used.add(out.lower())
+            projections.append(exp.alias_(_with_filter(body, rest), out))
+            mapping[(member.alias.lower(), name.lower())] = exp.column(out, table=first.alias)
+    merged = exp.Select(expressions=projections, **{k: first.select.args[k].copy() for k in ("from_",)})
+    if first.select.args.get("joins"):
+        merged.set("joins", [j.copy() for j in first.select.args["joins"]])
+    if first.keys:
+        merged.set("group", first.select.args["group"].copy())
+        where += [k.copy().is_(exp.null()).not_() for k in first.keys]  # the inner join drops NULL keys
+        having = [exp.GT(this=exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=r.copy())),
+                         expression=exp.Literal.number(0)) for r in rests if r is not None]
+        if having:  # a key is kept only where every sibling had rows of it
+            merged.set("having", exp.Having(this=exp.and_(*having)))
+    if where:
+        merged.set("where", exp.Where(this=exp.and_(*where)))
+    first.select.parent.replace(merged.subquery(first.alias))
+    drop_conjuncts(select, equalities)
+    for member in members[1:]:
+        remove_item(select, member.alias)
+    replace_columns(select, mapping)

@@ -1,0 +1,40 @@
+"""Where the correlation rules stand in the pipeline: before the join rules, excluding the
+compile-time skew-join rule from a query they rewrote (Hive's conflict), decisions on record."""
+
+from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, optimize
+from dbt.adapters.hiveopt.optimizer import pipeline
+
+SCHEMA = {"db": {"t": {"q": "int", "p": "double"}}}
+SIBLINGS = ("SELECT b1.a, b2.c FROM (SELECT AVG(p) AS a FROM db.t WHERE q < 5) b1, "
+            "(SELECT COUNT(p) AS c FROM db.t WHERE q >= 5) b2")
+
+
+def run(sql, **config):
+    return optimize(sql, OptimizerContext(schema=SCHEMA, statistics=StatsCatalog(), config=OptimizerConfig.from_dicts(config)))
+
+
+def test_correlation_rules_run_before_the_join_rules():
+    names = list(pipeline.RULE_NAMES)
+    for rule in pipeline.CORRELATION_RULES:
+        assert names.index(rule) < names.index("reorder_joins") < names.index("select_join_algorithms")
+
+
+def test_siblings_merge_without_statistics_and_record_why():
+    result = run(SIBLINGS)
+    assert result.fired_rules == ["merge_sibling_aggregates"]
+    (run_,) = [r for r in result.rules if r.rule == "merge_sibling_aggregates"]
+    (decision,) = run_.decisions
+    assert decision.details["siblings"] == ["b1", "b2"] and "FILTER" in decision.reason
+    assert "FILTER(WHERE t.q < 5)" in result.sql and "FILTER(WHERE t.q >= 5)" in result.sql
+
+
+def test_a_query_a_correlation_rule_rewrote_is_left_alone_by_the_skew_rule():
+    result = run(SIBLINGS)
+    runs = {r.rule: r for r in result.rules}
+    assert runs["rewrite_skew_joins"].enabled and runs["merge_sibling_aggregates"].fired
+    (decision,) = runs["rewrite_skew_joins"].decisions
+    assert not decision.fired and decision.reason.startswith("merge_sibling_aggregates rewrote this query")
+    # With the correlation rules off, the skew rule looks at the query itself.
+    result = run(SIBLINGS, rules={name: False for name in pipeline.CORRELATION_RULES})
+    runs = {r.rule: r for r in result.rules}
+    assert not any(d.reason.startswith("merge_") for d in runs["rewrite_skew_joins"].decisions)
