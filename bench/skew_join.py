@@ -1,10 +1,10 @@
-"""Skew-join benchmark: a 5M-row fact whose hottest key holds 90%, 50% or 10% of the rows, joined
+"""Skew-join benchmark: a 10M-row fact whose hottest key holds 90%, 50% or 10% of the rows, joined
 to a 2M-row dimension too big to broadcast, run by plain dbt-spark (AQE on, Spark's defaults) and
 by hiveopt in the same process and warm SparkSession, alternating, medians of N rounds. Prints
 per model the seconds of each, the ratio, whether rewrite_skew_joins fired (and why, when not),
 and whether both returned the same rows.
 
-    .venv/bin/python bench/skew_join.py [--rows 5000000] [--rounds 3]
+    .venv/bin/python bench/skew_join.py [--rows 10000000] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def decision(model: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     spark, common = harness.prepare("1")
