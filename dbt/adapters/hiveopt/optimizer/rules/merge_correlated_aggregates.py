@@ -51,7 +51,7 @@ ELSE 1.2 * AVG(s1.t) OVER (PARTITION BY s1.g) END AS _hiveopt_0 FROM s AS s1) AS
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Set, Tuple, Union
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
