@@ -24,6 +24,14 @@ DEFAULT_SHUFFLE_HASH_RATIO = 3.0
 DEFAULT_SHUFFLE_PARTITIONS = 200
 # Tasks that each receive a broadcast copy (the cost model charges a broadcast this many times).
 DEFAULT_PARALLELISM = 8
+# Partition pruning from the small side: at most this many distinct key values become a literal
+# IN-list; more become a BETWEEN of their min and max.
+DEFAULT_PRUNE_MAX_VALUES = 1000
+# The pre-pass that fetches the small side's key values gives up after this long (then the rule
+# skips, with the reason in its record).
+DEFAULT_PRUNE_FETCH_TIMEOUT_SECONDS = 20.0
+# A big side under this size is read quickly anyway: not worth a fetch query.
+DEFAULT_PRUNE_MIN_BIG_BYTES = 64 * 1024 * 1024
 
 
 class ConfigError(ValueError):
@@ -41,6 +49,9 @@ class OptimizerConfig:
     shuffle_hash_ratio: float = DEFAULT_SHUFFLE_HASH_RATIO
     shuffle_partitions: int = DEFAULT_SHUFFLE_PARTITIONS
     parallelism: int = DEFAULT_PARALLELISM
+    prune_max_values: int = DEFAULT_PRUNE_MAX_VALUES
+    prune_fetch_timeout_seconds: float = DEFAULT_PRUNE_FETCH_TIMEOUT_SECONDS
+    prune_min_big_bytes: int = DEFAULT_PRUNE_MIN_BIG_BYTES
 
     def rule_enabled(self, name: str) -> bool:
         return self.enabled and self.rules.get(name, True)
@@ -73,6 +84,9 @@ class OptimizerConfig:
         cfg.shuffle_partitions = int(cfg.shuffle_partitions)
         cfg.parallelism = int(cfg.parallelism)
         cfg.shuffle_hash_ratio = float(cfg.shuffle_hash_ratio)
+        cfg.prune_max_values = int(cfg.prune_max_values)
+        cfg.prune_fetch_timeout_seconds = float(cfg.prune_fetch_timeout_seconds)
+        cfg.prune_min_big_bytes = int(cfg.prune_min_big_bytes)
         return cfg
 
 
