@@ -90,6 +90,7 @@ class ValueFetch:
     key: str
     values_query: exp.Select
     range_query: exp.Select
+    small: str  # the small side's alias, for the record
 
 
 @dataclass
@@ -284,6 +285,13 @@ def _candidate(scope: Scope, label: str, join: exp.Join, big_key: exp.Column, sm
         log.skipped(f"no distinct-value count for {table}.{column}: Spark decides", **details)
         return None
     fraction = min(1.0, small_ndv.value / big_ndv.value)
+    # Filters on the key itself (a range of days) keep that share of its values, which the
+    # distinct count after filters (uniform over the other columns) does not show.
+    on_key = [p for p in filters if {(c.table, c.name) for c in p.find_all(exp.Column)} == {(small, small_key.name)}]
+    if on_key:
+        whole, kept = estimator.source(scope, small).rows, estimator.filtered_source(scope, small, on_key).rows
+        if not whole.is_absent and not kept.is_absent and whole.value:
+            fraction = min(fraction, kept.value / whole.value)
     details.update(key_fraction=round(fraction, 4), big_mb=round(big_bytes.value / 1024 / 1024, 1))
     if fraction > MAX_KEY_FRACTION:
         log.skipped(f"the small side keeps about {fraction:.0%} of the key's values: too little to prune", **details)
@@ -353,7 +361,7 @@ def _fetch(scope: Scope, small: str, small_key: exp.Column, filters: List[exp.Ex
     if with_ is not None:
         values.set("with", with_.copy())
         bounds.set("with", with_.copy())
-    return ValueFetch(identity.sql(DIALECT), values, bounds)
+    return ValueFetch(identity.sql(DIALECT), values, bounds, small)
 
 
 def _inner(join: exp.Join) -> bool:
