@@ -32,6 +32,9 @@ from dbt.adapters.hiveopt.optimizer import (
     prepare_query,
 )
 from dbt.adapters.hiveopt.optimizer.config import ConfigError
+from dbt.adapters.hiveopt.optimizer.context import FetchedValues
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import ValueFetch, plan_value_fetches
 from dbt.adapters.hiveopt.report import Report, model_label
 from dbt.adapters.hiveopt.statistics_service import DEFAULT_STATS_SCHEMA, StatisticsService
 from dbt.adapters.hiveopt.verify import verify_equal
@@ -146,6 +149,7 @@ class HiveoptAdapter(SparkAdapter):
         service = self.statistics
         schema: Dict[str, Dict[str, Dict[str, str]]] = {}
         bucketing: Dict[str, List[str]] = {}
+        partitioning: Dict[str, List[str]] = {}
         for name in tables:
             if "." not in name:
                 continue  # temp views and CTE-less bare names: qualify reports the missing schema
@@ -158,6 +162,8 @@ class HiveoptAdapter(SparkAdapter):
             schema.setdefault(db, {})[table] = dict(info.columns)
             if info.bucket_columns:
                 bucketing[name] = list(info.bucket_columns)
+            if info.partition_columns:
+                partitioning[name] = list(info.partition_columns)
         statistics = StatsCatalog()
         gathering: Dict[str, Any] = {}
         auto = bool(self._stats_settings().get("auto_gather", True))
@@ -175,9 +181,63 @@ class HiveoptAdapter(SparkAdapter):
                 gathering[name] = {"state": state, "seconds": round(seconds, 3)}
                 if stats is not None:
                     statistics.put(name, stats)
+        fetched: Dict[str, FetchedValues] = {}
+        if prepared is not None:
+            # Partition pruning's pre-pass: the optimizer says which small-side keys to fetch.
+            fetches = plan_value_fetches(prepared.expression, schema, statistics, config, materialization, partitioning)
+            fetched = {fetch.key: self._fetch_values(fetch, config, label) for fetch in fetches}
         context = OptimizerContext(schema=schema, statistics=statistics, config=config, model=label,
-                                   materialization=materialization, bucketing=bucketing)
+                                   materialization=materialization, bucketing=bucketing,
+                                   partitioning=partitioning, fetched_values=fetched)
         return optimize(sql, context), gathering
+
+    def _fetch_values(self, fetch: ValueFetch, config: OptimizerConfig, label: str) -> FetchedValues:
+        """Run one small side's key query (and its min/max when the list is too long), bounded in
+        time; any failure is recorded, and the rule then leaves the join to Spark."""
+        started = time.perf_counter()
+        deadline = started + config.prune_fetch_timeout_seconds
+        try:
+            rows = self._run_bounded(fetch.values_query.sql(DIALECT), deadline)
+            if len(rows) > config.prune_max_values:
+                ((low, high),) = self._run_bounded(fetch.range_query.sql(DIALECT), deadline)
+                result = FetchedValues(low=low, high=high)
+            else:
+                result = FetchedValues(values=[row[0] for row in rows])
+        except Exception as error:
+            result = FetchedValues(error=f"fetch failed ({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})")
+        result.seconds = time.perf_counter() - started
+        logger.debug(f"{label}: fetched small-side keys in {result.seconds:.3f}s: {result.error or 'ok'}")
+        return result
+
+    def _run_bounded(self, sql: str, deadline: float) -> List[tuple]:
+        """A query on the session's SparkSession, cancelled at the deadline (its Spark jobs run in
+        a job group a timer cancels). Other connection methods cannot cancel: no fetch there."""
+        from dbt.adapters.spark.connections import SparkConnectionMethod
+
+        if getattr(self.config.credentials, "method", None) != SparkConnectionMethod.SESSION:
+            raise RuntimeError("a bounded value fetch needs the session method")
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            raise TimeoutError("no time left")
+        context = spark.sparkContext
+        group = f"hiveopt-fetch-{threading.get_ident()}-{time.perf_counter_ns()}"
+        timer = threading.Timer(remaining, context.cancelJobGroup, args=(group,))
+        context.setJobGroup(group, "hiveopt: small-side key values", interruptOnCancel=True)
+        timer.start()
+        try:
+            return [tuple(row) for row in spark.sql(sql).collect()]
+        except Exception as error:
+            if time.perf_counter() >= deadline:
+                raise TimeoutError(f"timed out after {remaining:.1f}s") from error
+            raise
+        finally:
+            timer.cancel()
+            context.setLocalProperty("spark.jobGroup.id", None)
+            context.setLocalProperty("spark.job.description", None)
+            context.setLocalProperty("spark.job.interruptOnCancel", None)
 
     @available
     def hiveopt_after_build(self, relations: Any, model: Optional[Dict[str, Any]] = None,
