@@ -293,9 +293,12 @@ def _candidate(scope: Scope, label: str, join: exp.Join, big_key: exp.Column, sm
         if not whole.is_absent and not kept.is_absent and whole.value:
             fraction = min(fraction, kept.value / whole.value)
     details.update(key_fraction=round(fraction, 4), big_mb=round(big_bytes.value / 1024 / 1024, 1))
-    if fraction > MAX_KEY_FRACTION:
-        log.skipped(f"the small side keeps about {fraction:.0%} of the key's values: too little to prune", **details)
+    if fraction > MAX_KEY_FRACTION and not filters:
+        log.skipped(f"the small side is not filtered and keeps about {fraction:.0%} of the key's values: too little to prune", **details)
         return None
+    # With filters the estimate (uniform over the other columns) cannot tell which keys they
+    # keep: the fetched values decide (see _predicate).
+    details.update(big_ndv=round(big_ndv.value))
 
     small_bytes = small_relation.bytes(f"{small}.{c.name}" for c in scope.columns if c.table == small)
     broadcast = not small_bytes.is_absent and small_bytes.value <= config.broadcast_threshold_bytes
@@ -393,6 +396,10 @@ def _predicate(candidate: _Candidate, fetched: FetchedValues, statistics, config
             # No key on the small side: no big-side row can match (inner, semi, or the
             # null-supplying side of a LEFT join, which then holds NULLs only).
             return exp.false(), "FALSE (the small side holds no key)", None
+        share = len(values) / candidate.details["big_ndv"]
+        if share > MAX_KEY_FRACTION:
+            return None, None, (f"the small side holds {len(values)} key values, about {min(share, 1):.0%} of the key's "
+                                f"{candidate.details['big_ndv']} distinct values: too little to prune")
         literals = [_literal(v, kind) for v in values]
         if any(lit is None for lit in literals):
             return None, None, f"a fetched value is not a {kind} literal: left to Spark"
