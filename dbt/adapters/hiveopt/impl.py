@@ -58,6 +58,24 @@ def read_by_models(graph: Dict[str, Any], unique_id: str) -> bool:
         for node in (graph.get("nodes") or {}).values()
     )
 
+def fetch_small_side_values(fetch: ValueFetch, max_values: int, run) -> FetchedValues:
+    """Run one small side's key query (and its min/max when the list is longer than max_values)
+    with `run(sql) -> rows`; any failure is recorded, and the rule then leaves the join to Spark."""
+    started = time.perf_counter()
+    try:
+        rows = run(fetch.values_query.sql(DIALECT))
+        if len(rows) > max_values:
+            ((low, high),) = run(fetch.range_query.sql(DIALECT))
+            result = FetchedValues(low=low, high=high)
+        else:
+            result = FetchedValues(values=[row[0] for row in rows])
+    except Exception as error:
+        first = str(error).splitlines()[0][:200] if str(error) else ""
+        result = FetchedValues(error=f"fetch failed ({type(error).__name__}: {first})")
+    result.seconds = time.perf_counter() - started
+    return result
+
+
 _FETCHING = ("select", "describe", "show", "with", "values", "(")
 
 
@@ -192,20 +210,8 @@ class HiveoptAdapter(SparkAdapter):
         return optimize(sql, context), gathering
 
     def _fetch_values(self, fetch: ValueFetch, config: OptimizerConfig, label: str) -> FetchedValues:
-        """Run one small side's key query (and its min/max when the list is too long), bounded in
-        time; any failure is recorded, and the rule then leaves the join to Spark."""
-        started = time.perf_counter()
-        deadline = started + config.prune_fetch_timeout_seconds
-        try:
-            rows = self._run_bounded(fetch.values_query.sql(DIALECT), deadline)
-            if len(rows) > config.prune_max_values:
-                ((low, high),) = self._run_bounded(fetch.range_query.sql(DIALECT), deadline)
-                result = FetchedValues(low=low, high=high)
-            else:
-                result = FetchedValues(values=[row[0] for row in rows])
-        except Exception as error:
-            result = FetchedValues(error=f"fetch failed ({type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''})")
-        result.seconds = time.perf_counter() - started
+        deadline = time.perf_counter() + config.prune_fetch_timeout_seconds
+        result = fetch_small_side_values(fetch, config.prune_max_values, lambda sql: self._run_bounded(sql, deadline))
         logger.debug(f"{label}: fetched small-side keys in {result.seconds:.3f}s: {result.error or 'ok'}")
         return result
 
