@@ -169,7 +169,7 @@ def _candidates(expression: exp.Expression, schema, statistics, config: Optimize
     lowered = {f"{db}.{t}".lower(): {c.lower(): ty for c, ty in cols.items()}
                for db, ts in schema.items() for t, cols in ts.items()}
     parts = {name.lower(): [c.lower() for c in cols] for name, cols in (partitioning or {}).items()}
-    with_ = expression.args.get("with")
+    with_ = expression.args.get("with_")
     for scope in traverse_scope(expression):
         select = scope.expression
         if not isinstance(select, exp.Select) or not select.args.get("joins"):
@@ -362,8 +362,8 @@ def _fetch(scope: Scope, small: str, small_key: exp.Column, filters: List[exp.Ex
     for hint in list(identity.find_all(exp.Hint)):
         hint.pop()
     if with_ is not None:
-        values.set("with", with_.copy())
-        bounds.set("with", with_.copy())
+        values.set("with_", with_.copy())
+        bounds.set("with_", with_.copy())
     return ValueFetch(identity.sql(DIALECT), values, bounds, small)
 
 
@@ -402,7 +402,7 @@ def _predicate(candidate: _Candidate, fetched: FetchedValues, statistics, config
                                 f"{candidate.details['big_ndv']} distinct values: too little to prune")
         literals = [_literal(v, kind) for v in values]
         if any(lit is None for lit in literals):
-            return None, None, f"a fetched value is not a {kind} literal: left to Spark"
+            return None, None, f"a fetched value does not fit the key's type ({kind}): left to Spark"
         return exp.In(this=key, expressions=literals), f"an IN-list of {len(values)} values", None
     low, high = _literal(fetched.low, kind), _literal(fetched.high, kind)
     if fetched.low is None or low is None or high is None:
