@@ -44,6 +44,7 @@ bench: install
 	$(BIN)/python bench/broadcast.py
 	$(BIN)/python bench/join_order.py
 	$(BIN)/python bench/optimizer_time.py
+	$(BIN)/python bench/pruning.py
 
 clean:
 	rm -rf integration_tests/target integration_tests/logs integration_tests/.hiveopt-spark .pytest_cache

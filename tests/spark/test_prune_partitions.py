@@ -149,3 +149,14 @@ def test_the_fetch_is_cancelled_at_its_deadline(tables):
     assert time.perf_counter() - started < 30
     # The session is usable afterwards.
     assert tables.sql("SELECT 1 AS one").collect()[0][0] == 1
+
+
+def test_describe_reads_partition_columns(tables):
+    """The adapter hands the rule the partition columns DESCRIBE TABLE EXTENDED lists."""
+    from dbt.adapters.hiveopt.statistics_service import parse_describe
+
+    def info(name):
+        return parse_describe(name, [tuple(r) for r in tables.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()])
+
+    assert info("prune_t.facts_by_k").partition_columns == ["k"]
+    assert info("prune_t.facts").partition_columns == []
