@@ -17,7 +17,7 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 
-MODELS = ["bench_prune_sorted_small", "bench_prune_sorted_range", "bench_prune_part_broadcast",
+MODELS = ["bench_prune_sorted_small", "bench_prune_sorted_range", "bench_prune_sorted_aggregated", "bench_prune_part_broadcast",
           "bench_prune_part_semi", "bench_prune_part_aggregated"]
 VARIANTS = {
     "dbt-spark": ("spark", {}),
