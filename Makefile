@@ -46,6 +46,7 @@ bench: install
 	$(BIN)/python bench/skew_join.py
 	$(BIN)/python bench/correlation.py
 	$(BIN)/python bench/optimizer_time.py
+	$(BIN)/python bench/pruning.py
 
 clean:
 	rm -rf integration_tests/target integration_tests/logs integration_tests/.hiveopt-spark .pytest_cache

@@ -2,8 +2,11 @@
 
 A case is a block of `# key: value` lines, then the input SQL ending in `;`, then optionally the
 expected SQL ending in `;`. No expected SQL means the rule must not fire. `# stats: NAME` picks a
-schema and statistics set from statistics.json; `# config: {...}` (JSON) sets optimizer settings;
-`# execute: false` keeps a case off Spark.
+schema and statistics set from statistics.json (a set's optional "partitioning" gives partition
+columns); `# config: {...}` (JSON) sets optimizer settings; `# execute: false` keeps a case off
+Spark; `# materialization: view` builds a view; `# values: JSON` is what the adapter's pre-pass
+fetched for every small side the query has (a list of keys, or {"low": .., "high": ..}, or
+{"error": ".."}; or by small-side alias: {"d": [1, 2], "r": ["x"]}).
 """
 
 from __future__ import annotations
@@ -66,7 +69,29 @@ def context_for(case: Case, only_rule: Optional[str] = None, **settings) -> Opti
 
     rules = {name: (only_rule is None or name == only_rule) for name in RULE_NAMES}
     configured = json.loads(case.meta["config"]) if case.meta.get("config") else {}
-    return OptimizerContext(
+    context = OptimizerContext(
         schema=sets["schema"], statistics=StatsCatalog.from_dict(sets["statistics"]),
         config=OptimizerConfig.from_dicts({"rules": rules, **configured, **settings}), model=case.title,
+        materialization=case.meta.get("materialization", "table"), partitioning=sets.get("partitioning", {}),
     )
+    if "values" in case.meta:
+        context.fetched_values = fetched_for(case.sql, context, json.loads(case.meta["values"]))
+    return context
+
+
+def fetched_for(sql: str, context: OptimizerContext, answer) -> dict:
+    """What the adapter's pre-pass would hand the rules if every small side returned `answer`."""
+    from dbt.adapters.hiveopt.optimizer.context import FetchedValues
+    from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
+    from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import plan_value_fetches
+
+    expression = prepare_query(sql, context.schema, context.default_db).expression
+    fetches = plan_value_fetches(expression, context.schema, context.statistics, context.config,
+                                 context.materialization, context.partitioning)
+
+    def fetched(answer) -> FetchedValues:
+        return FetchedValues(values=answer) if isinstance(answer, list) else FetchedValues(**answer)
+
+    if isinstance(answer, dict) and not set(answer) & {"low", "high", "error"}:
+        return {fetch.key: fetched(answer[fetch.small]) for fetch in fetches if fetch.small in answer}
+    return {fetch.key: fetched(answer) for fetch in fetches}

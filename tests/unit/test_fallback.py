@@ -3,6 +3,7 @@
 import pytest
 
 from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, optimize
+from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
 from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
 
 SCHEMA = {"db": {"t": {"k": "int", "Name": "string"}, "u": {"k": "int"}}}
@@ -34,8 +35,6 @@ def test_fallback_reasons(sql, reason):
 def test_switched_off():
     result = run("SELECT t.k FROM db.t JOIN db.u ON t.k = u.k", enabled=False)
     assert result.fallback_reason == "optimizer switched off" and result.switched_off and not result.changed
-    from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
-
     result = run("SELECT t.k FROM db.t JOIN db.u ON t.k = u.k", rules={name: False for name in RULE_NAMES})
     assert result.fallback_reason == "every rule switched off" and result.switched_off
 

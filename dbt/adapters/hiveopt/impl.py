@@ -34,6 +34,9 @@ from dbt.adapters.hiveopt.optimizer import (
     prepare_query,
 )
 from dbt.adapters.hiveopt.optimizer.config import ConfigError
+from dbt.adapters.hiveopt.optimizer.context import FetchedValues
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import ValueFetch, plan_value_fetches
 from dbt.adapters.hiveopt.report import Report, model_label
 from dbt.adapters.hiveopt.statistics_service import DEFAULT_STATS_SCHEMA, StatisticsService
 from dbt.adapters.hiveopt.verify import verify_equal
@@ -56,6 +59,24 @@ def read_by_models(graph: Dict[str, Any], unique_id: str) -> bool:
         node.get("resource_type") in _READERS and unique_id in ((node.get("depends_on") or {}).get("nodes") or ())
         for node in (graph.get("nodes") or {}).values()
     )
+
+def fetch_small_side_values(fetch: ValueFetch, max_values: int, run) -> FetchedValues:
+    """Run one small side's key query (and its min/max when the list is longer than max_values)
+    with `run(sql) -> rows`; any failure is recorded, and the rule then leaves the join to Spark."""
+    started = time.perf_counter()
+    try:
+        rows = run(fetch.values_query.sql(DIALECT))
+        if len(rows) > max_values:
+            ((low, high),) = run(fetch.range_query.sql(DIALECT))
+            result = FetchedValues(low=low, high=high)
+        else:
+            result = FetchedValues(values=[row[0] for row in rows])
+    except Exception as error:
+        first = str(error).splitlines()[0][:200] if str(error) else ""
+        result = FetchedValues(error=f"fetch failed ({type(error).__name__}: {first})")
+    result.seconds = time.perf_counter() - started
+    return result
+
 
 _FETCHING = ("select", "describe", "show", "with", "values", "(")
 
@@ -153,6 +174,7 @@ class HiveoptAdapter(SparkAdapter):
         service = self.statistics
         schema: Dict[str, Dict[str, Dict[str, str]]] = {}
         bucketing: Dict[str, List[str]] = {}
+        partitioning: Dict[str, List[str]] = {}
         for name in tables:
             if "." not in name:
                 continue  # temp views and CTE-less bare names: qualify reports the missing schema
@@ -165,6 +187,8 @@ class HiveoptAdapter(SparkAdapter):
             schema.setdefault(db, {})[table] = dict(info.columns)
             if info.bucket_columns:
                 bucketing[name] = list(info.bucket_columns)
+            if info.partition_columns:
+                partitioning[name] = list(info.partition_columns)
         statistics = StatsCatalog()
         gathering: Dict[str, Any] = {}
         auto = bool(self._stats_settings().get("auto_gather", True))
@@ -182,9 +206,51 @@ class HiveoptAdapter(SparkAdapter):
                 gathering[name] = {"state": state, "seconds": round(seconds, 3)}
                 if stats is not None:
                     statistics.put(name, stats)
+        fetched: Dict[str, FetchedValues] = {}
+        if prepared is not None:
+            # Partition pruning's pre-pass: the optimizer says which small-side keys to fetch.
+            fetches = plan_value_fetches(prepared.expression, schema, statistics, config, materialization, partitioning)
+            fetched = {fetch.key: self._fetch_values(fetch, config, label) for fetch in fetches}
         context = OptimizerContext(schema=schema, statistics=statistics, config=config, model=label,
-                                   materialization=materialization, bucketing=bucketing)
+                                   materialization=materialization, bucketing=bucketing,
+                                   partitioning=partitioning, fetched_values=fetched)
         return optimize(sql, context), gathering
+
+    def _fetch_values(self, fetch: ValueFetch, config: OptimizerConfig, label: str) -> FetchedValues:
+        deadline = time.perf_counter() + config.prune_fetch_timeout_seconds
+        result = fetch_small_side_values(fetch, config.prune_max_values, lambda sql: self._run_bounded(sql, deadline))
+        logger.debug(f"{label}: fetched small-side keys in {result.seconds:.3f}s: {result.error or 'ok'}")
+        return result
+
+    def _run_bounded(self, sql: str, deadline: float) -> List[tuple]:
+        """A query on the session's SparkSession, cancelled at the deadline (its Spark jobs run in
+        a job group a timer cancels). Other connection methods cannot cancel: no fetch there."""
+        from dbt.adapters.spark.connections import SparkConnectionMethod
+
+        if getattr(self.config.credentials, "method", None) != SparkConnectionMethod.SESSION:
+            raise RuntimeError("a bounded value fetch needs the session method")
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            raise TimeoutError("no time left")
+        context = spark.sparkContext
+        group = f"hiveopt-fetch-{threading.get_ident()}-{time.perf_counter_ns()}"
+        timer = threading.Timer(remaining, context.cancelJobGroup, args=(group,))
+        context.setJobGroup(group, "hiveopt: small-side key values", interruptOnCancel=True)
+        timer.start()
+        try:
+            return [tuple(row) for row in spark.sql(sql).collect()]
+        except Exception as error:
+            if time.perf_counter() >= deadline:
+                raise TimeoutError(f"timed out after {remaining:.1f}s") from error
+            raise
+        finally:
+            timer.cancel()
+            context.setLocalProperty("spark.jobGroup.id", None)
+            context.setLocalProperty("spark.job.description", None)
+            context.setLocalProperty("spark.job.interruptOnCancel", None)
 
     @available
     def hiveopt_after_build(self, relations: Any, model: Optional[Dict[str, Any]] = None,

@@ -28,6 +28,14 @@ DEFAULT_PARALLELISM = 8
 DEFAULT_TASK_SLOTS = 8
 # A heavy hitter is a hot key for the skew-join rewrite from this share of its side's rows on.
 DEFAULT_SKEW_KEY_MIN_SHARE = 0.05
+# Partition pruning from the small side: at most this many distinct key values become a literal
+# IN-list; more become a BETWEEN of their min and max.
+DEFAULT_PRUNE_MAX_VALUES = 1000
+# The pre-pass that fetches the small side's key values gives up after this long (then the rule
+# skips, with the reason in its record).
+DEFAULT_PRUNE_FETCH_TIMEOUT_SECONDS = 20.0
+# A big side under this size is read quickly anyway: not worth a fetch query.
+DEFAULT_PRUNE_MIN_BIG_BYTES = 64 * 1024 * 1024
 
 
 class ConfigError(ValueError):
@@ -49,6 +57,9 @@ class OptimizerConfig:
     skew_key_min_share: float = DEFAULT_SKEW_KEY_MIN_SHARE
     # {"db.table": {"column": [values]}}: hot keys known in advance (Hive's SKEWED BY).
     skewed_keys: Dict[str, Dict[str, list]] = field(default_factory=dict)
+    prune_max_values: int = DEFAULT_PRUNE_MAX_VALUES
+    prune_fetch_timeout_seconds: float = DEFAULT_PRUNE_FETCH_TIMEOUT_SECONDS
+    prune_min_big_bytes: int = DEFAULT_PRUNE_MIN_BIG_BYTES
 
     def rule_enabled(self, name: str) -> bool:
         return self.enabled and self.rules.get(name, True)
@@ -87,6 +98,9 @@ class OptimizerConfig:
                 for cols in cfg.skewed_keys.values()):
             raise ConfigError("skewed_keys must map 'db.table' to {column: [values]}")
         cfg.shuffle_hash_ratio = float(cfg.shuffle_hash_ratio)
+        cfg.prune_max_values = int(cfg.prune_max_values)
+        cfg.prune_fetch_timeout_seconds = float(cfg.prune_fetch_timeout_seconds)
+        cfg.prune_min_big_bytes = int(cfg.prune_min_big_bytes)
         return cfg
 
 

@@ -16,6 +16,19 @@ from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
 
 
 @dataclass
+class FetchedValues:
+    """What the adapter's pre-pass fetched for one small side (partition pruning): its distinct
+    non-NULL key values, or when there were more than the bound only their min and max, or the
+    error (timeout, failure) that stopped the fetch."""
+
+    values: Optional[List[Any]] = None
+    low: Any = None
+    high: Any = None
+    error: Optional[str] = None
+    seconds: float = 0.0
+
+
+@dataclass
 class OptimizerContext:
     # {db: {table: {column: spark type}}}, from the catalog.
     schema: Dict[str, Dict[str, Dict[str, str]]] = field(default_factory=dict)
@@ -27,6 +40,10 @@ class OptimizerContext:
     default_db: Optional[str] = None
     # `db.table` -> its bucket columns, for tables bucketed in the catalog (no shuffle on them).
     bucketing: Dict[str, List[str]] = field(default_factory=dict)
+    # `db.table` -> its partition columns, from the catalog.
+    partitioning: Dict[str, List[str]] = field(default_factory=dict)
+    # Small-side key values fetched before the rules, by ValueFetch.key (partition pruning).
+    fetched_values: Dict[str, FetchedValues] = field(default_factory=dict)
 
 
 @dataclass

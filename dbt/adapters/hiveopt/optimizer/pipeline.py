@@ -26,6 +26,7 @@ from dbt.adapters.hiveopt.optimizer.invariants import check_invariants, generate
 from dbt.adapters.hiveopt.optimizer.prepare import UnsupportedQuery, prepare_query
 from dbt.adapters.hiveopt.optimizer.rules.merge_correlated_aggregates import merge_correlated_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.merge_sibling_aggregates import merge_sibling_aggregates
+from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import prune_partitions_from_small_side
 from dbt.adapters.hiveopt.optimizer.rules.reorder_joins import reorder_joins
 from dbt.adapters.hiveopt.optimizer.rules.rewrite_skew_joins import rewrite_skew_joins
 from dbt.adapters.hiveopt.optimizer.rules.reuse_repeated_subqueries import reuse_repeated_subqueries
@@ -54,6 +55,9 @@ RULES: Tuple[Tuple[str, Rule], ...] = (
     ("rewrite_skew_joins", rewrite_skew_joins),
     # Last of the join rules: it sizes the build sides of the tree as the earlier rules leave it.
     ("select_join_algorithms", select_join_algorithms),
+    # After the algorithm choice: it leaves to Spark's DPP the joins Spark broadcasts, and wraps
+    # the big side only once the join order and hints are settled.
+    ("prune_partitions_from_small_side", prune_partitions_from_small_side),
 )
 
 RULE_NAMES = tuple(name for name, _ in RULES)
@@ -138,6 +142,7 @@ def optimize(sql: str, context: OptimizerContext) -> OptimizedQuery:
         available = dict(
             schema=context.schema, statistics=context.statistics, config=context.config,
             materialization=context.materialization, bucketing=context.bucketing, log=log,
+            partitioning=context.partitioning, fetched_values=context.fetched_values,
         )
         rule_started = time.perf_counter()
         try:

@@ -1,0 +1,473 @@
+"""Prune the big side of a join with the small side's key values (Hive's map-join partition
+pruning, HIVE-5119, and its extension to unpartitioned tables).
+
+A big table (or a derived table / CTE over one) joined on a column to a filtered small side reads
+only the rows whose key the small side holds. For builds that run now (table, incremental), the
+adapter fetches the small side's distinct key values before the rules run (`plan_value_fetches`
+says which queries; bounded count and time), and this rule wraps the big side's reference:
+
+    JOIN db.fact AS f ON ...   ->   JOIN (SELECT * FROM db.fact AS f WHERE f.k IN (1, 7, 9)) AS f ON ...
+
+(or `f.k BETWEEN low AND high` when the list is longer than the bound, `FALSE` when the small
+side is empty). Spark pushes the literals to the scan: partitions of a table partitioned on the
+key are pruned, and the Parquet reader skips row groups by their min/max when the files are
+sorted by the key.
+
+Why it keeps results: the filter keeps every big-side row whose key the small side holds after
+the small side's own filters, and a row whose key it does not hold matches nothing in the join
+(NULL keys never match an equi-join; they are left out of the list). The big side is an inner or
+semi join's side, or the null-supplying side of a LEFT join: never a preserved side. The small
+side's WHERE filters are used only when the block has no RIGHT or FULL join.
+
+Where Spark's own dynamic partition pruning already prunes (a table partitioned on the key, read
+as is or aggregated by the key, joined to a small side Spark broadcasts), the rule leaves the work
+to Spark and says so.
+Never for views: a stored definition must not depend on today's data.
+
+>>> from dbt.adapters.hiveopt.optimizer import OptimizerContext, optimize
+>>> from dbt.adapters.hiveopt.optimizer.context import FetchedValues
+>>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
+>>> schema = {"db": {"f": {"k": "int", "v": "double"}, "d": {"k": "int", "c": "string"}}}
+>>> stats = StatsCatalog.from_dict({
+...     "db.f": {"row_count": 100_000_000, "size_bytes": 2_000_000_000, "columns": {"k": {"ndv": 1_000_000}}},
+...     "db.d": {"row_count": 1_000_000, "columns": {"k": {"ndv": 1_000_000}, "c": {"ndv": 1000}}}})
+>>> sql = "SELECT f.v, d.c FROM db.f JOIN db.d ON f.k = d.k WHERE d.c = 'x'"
+>>> ctx = OptimizerContext(schema=schema, statistics=stats)
+>>> (fetch,) = plan_value_fetches(sql_expression(sql, ctx), ctx.schema, ctx.statistics, ctx.config, "table", {})
+>>> fetch.values_query.sql("spark")
+"SELECT DISTINCT d.k AS k FROM db.d AS d WHERE d.c = 'x' AND NOT d.k IS NULL LIMIT 1001"
+>>> ctx.fetched_values[fetch.key] = FetchedValues(values=[3, 1, 2])
+>>> ctx.config.rules["select_join_algorithms"] = False
+>>> optimize(sql, ctx).sql
+"SELECT f.v AS v, d.c AS c FROM (SELECT * FROM db.f AS f WHERE f.k IN (1, 2, 3)) AS f JOIN db.d AS d ON f.k = d.k WHERE d.c = 'x'"
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from dbt.adapters.hiveopt.optimizer.blocks import block_label
+from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
+from dbt.adapters.hiveopt.optimizer.context import FetchedValues
+from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+from dbt.adapters.hiveopt.optimizer.estimator import (
+    Estimator,
+    aliases_of,
+    conjuncts,
+    equi_pair,
+    nested_join,
+)
+from dbt.adapters.hiveopt.optimizer.prepare import NONDETERMINISTIC_FUNCTIONS
+
+# Builds that run now; anything else (views, ephemeral) is a stored or inlined definition.
+BUILDS_THAT_RUN_NOW = ("table", "incremental")
+# The small side must keep at most this fraction of the big key's distinct values (estimated):
+# above it the filter prunes too little to pay for the fetch.
+MAX_KEY_FRACTION = 0.5
+# A BETWEEN (too many values for a list) must cover at most this fraction of the key's min..max.
+MAX_RANGE_FRACTION = 0.5
+
+_INTEGRAL = ("tinyint", "smallint", "int", "integer", "bigint", "byte", "short", "long")
+# Key types whose values we can write back as literals that compare exactly as the join does.
+# Floating point is left out (NaN joins NaN in Spark; no literal for it); timestamps too (the
+# session time zone decides how a fetched value reads back).
+_LITERAL_KINDS = {**{t: "integral" for t in _INTEGRAL}, "decimal": "decimal", "string": "string",
+                  "varchar": "string", "char": "string", "date": "date"}
+
+
+@dataclass(frozen=True)
+class ValueFetch:
+    """One small side's key values to fetch before the rules: `values_query` returns at most
+    max_values + 1 distinct non-NULL keys; `range_query` their min and max (run when the list is
+    too long). `key` finds the fetched values again from the rule."""
+
+    key: str
+    values_query: exp.Select
+    range_query: exp.Select
+    small: str  # the small side's alias, for the record
+
+
+@dataclass
+class _Candidate:
+    scope: Scope
+    label: str
+    join: exp.Join
+    big_alias: str
+    big_key: exp.Column
+    big_table: str
+    big_type: str
+    small_alias: str
+    reason: str
+    fetch: ValueFetch
+    details: Dict[str, Any]
+
+
+def sql_expression(sql: str, context) -> exp.Expression:
+    """The prepared (qualified) query, as the rules see it: for examples and tests."""
+    from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
+
+    return prepare_query(sql, context.schema, context.default_db).expression
+
+
+def plan_value_fetches(expression: exp.Expression, schema, statistics, config: OptimizerConfig,
+                       materialization: str, partitioning: Dict[str, List[str]]) -> List[ValueFetch]:
+    """The small-side queries the adapter should run before the rules (pure: no I/O)."""
+    if not config.rule_enabled("prune_partitions_from_small_side") or materialization not in BUILDS_THAT_RUN_NOW:
+        return []
+    fetches: Dict[str, ValueFetch] = {}
+    for candidate in _candidates(expression, schema, statistics, config, partitioning, DecisionLog("plan")):
+        fetches.setdefault(candidate.fetch.key, candidate.fetch)
+    return list(fetches.values())
+
+
+def prune_partitions_from_small_side(expression: exp.Expression, schema, statistics, config: OptimizerConfig,
+                                     materialization: str, partitioning: Dict[str, List[str]],
+                                     fetched_values: Dict[str, FetchedValues], log: DecisionLog) -> exp.Expression:
+    if materialization not in BUILDS_THAT_RUN_NOW:
+        if expression.find(exp.Join) is not None:
+            log.skipped(f"materialized as {materialization}: a stored definition must not depend on today's data")
+        return expression
+    # Predicates per wrapped relation: one derived table even when several joins prune it.
+    wraps: Dict[int, Tuple[exp.Expression, str, List[exp.Expression]]] = {}
+    for candidate in list(_candidates(expression, schema, statistics, config, partitioning, log)):
+        fetched = fetched_values.get(candidate.fetch.key)
+        details = dict(candidate.details)
+        if fetched is None or fetched.error is not None:
+            why = "not fetched (the pre-pass did not run: no session, or another build)" if fetched is None else fetched.error
+            log.skipped(f"small-side values {why}: a semi-join filter would prune nothing either "
+                        "(Spark's DPP needs a broadcast, the Parquet reader needs literals); left to Spark", **details)
+            continue
+        predicate, kind, reason = _predicate(candidate, fetched, statistics, config)
+        if predicate is None:
+            log.skipped(reason, **details)
+            continue
+        node = _relation_node(candidate.scope.expression, candidate.big_alias)
+        if node is None:
+            log.skipped("the big side is not a relation of the block's FROM or JOIN", **details)
+            continue
+        wraps.setdefault(id(node), (node, candidate.big_alias, []))[2].append(predicate)
+        log.fired(f"{candidate.reason}; injected {kind}", predicate=predicate.sql(DIALECT)[:200],
+                  fetch_seconds=round(fetched.seconds, 3), **details)
+    for node, alias, predicates in wraps.values():
+        inner = node.copy()
+        wrapped = exp.select(exp.Star()).from_(inner).where(exp.and_(*predicates))
+        node.replace(exp.Subquery(this=wrapped, alias=exp.TableAlias(this=exp.to_identifier(alias))))
+    return expression
+
+
+# -- detection ------------------------------------------------------------------------------------
+
+def _candidates(expression: exp.Expression, schema, statistics, config: OptimizerConfig,
+                partitioning: Dict[str, List[str]], log: DecisionLog) -> Iterator[_Candidate]:
+    estimator = Estimator(expression, schema, statistics)
+    lowered = {f"{db}.{t}".lower(): {c.lower(): ty for c, ty in cols.items()}
+               for db, ts in schema.items() for t, cols in ts.items()}
+    parts = {name.lower(): [c.lower() for c in cols] for name, cols in (partitioning or {}).items()}
+    with_ = expression.args.get("with_")
+    for scope in traverse_scope(expression):
+        select = scope.expression
+        if not isinstance(select, exp.Select) or not select.args.get("joins"):
+            continue
+        label = block_label(scope)
+        joins: List[exp.Join] = select.args["joins"]
+        sides = {(j.side or "").upper() for j in joins}
+        where_ok = not (sides & {"RIGHT", "FULL"})
+        first = select.args["from_"].this
+        for join in joins:
+            if nested_join(join.this) is not None or nested_join(first) is not None:
+                log.skipped("a nested join: its relations are not pruned one by one", block=label)
+                continue
+            right = join.this.alias_or_name
+            for pair in filter(None, (equi_pair(p) for p in conjuncts(join.args.get("on")))):
+                for big_key, small_key in (pair, pair[::-1]):
+                    big, small = big_key.table, small_key.table
+                    if right not in (big, small):
+                        continue  # a join condition between two earlier relations
+                    why_not = _not_prunable(join, big == right)
+                    if why_not is None and big != right and _preserved_earlier(joins, join):
+                        why_not = "an earlier RIGHT or FULL join of the block preserves it"
+                    if why_not is not None:
+                        log.skipped(f"{big}: {why_not}", block=label, big=big, small=small)
+                        continue
+                    filters = _small_filters(select, join, small, where_ok)
+                    candidate = _candidate(scope, label, join, big_key, small_key, filters,
+                                           with_, estimator, lowered, parts, config, log)
+                    if candidate is not None:
+                        yield candidate
+
+
+def _not_prunable(join: exp.Join, big_is_right: bool) -> Optional[str]:
+    """Why the big side of this join may not be filtered (None: it may)."""
+    side, kind = (join.side or "").upper(), (join.kind or "").upper()
+    if kind == "ANTI":
+        return "an anti join keeps the rows that do not match: never pruned"
+    if kind == "SEMI":
+        return "the right side of a semi join is its filter" if big_is_right else None
+    if side == "FULL":
+        return "the preserved side of a FULL OUTER join: never pruned"
+    if side == "LEFT" and not big_is_right:
+        return "the preserved side of a LEFT join: never pruned"
+    if side == "RIGHT":
+        return ("the preserved side of a RIGHT join: never pruned" if big_is_right
+                else "the null-supplying side of a RIGHT join: not handled (written as a LEFT join it is)")
+    return None
+
+
+def _small_filters(select: exp.Select, join: exp.Join, small: str, where_ok: bool) -> List[exp.Expression]:
+    """The small side's own filters that every row reaching the output satisfies: WHERE and
+    inner-join ON conjuncts reading only it (only when no RIGHT or FULL join can bring back rows
+    the join dropped), and the ON conjuncts of the join itself when the small side is its inner
+    or semi right side. Sorted, so the join order the earlier rules chose does not matter."""
+    found: List[exp.Expression] = []
+    if where_ok:
+        where = select.args.get("where")
+        found += conjuncts(where.this if where else None)
+        found += [p for j in select.args["joins"] if _inner(j) for p in conjuncts(j.args.get("on"))]
+    side, kind = (join.side or "").upper(), (join.kind or "").upper()
+    if join.this.alias_or_name == small and (_inner(join) or kind == "SEMI"):
+        found += conjuncts(join.args.get("on"))
+    unique = {p.sql(DIALECT): p for p in found if _local(p, small)}
+    return [unique[k].copy() for k in sorted(unique)]
+
+
+def _preserved_earlier(joins: List[exp.Join], join: exp.Join) -> bool:
+    """An earlier relation is preserved when an earlier join of the block is RIGHT or FULL."""
+    for other in joins:
+        if other is join:
+            return False
+        if (other.side or "").upper() in ("RIGHT", "FULL"):
+            return True
+    return False
+
+
+def _candidate(scope: Scope, label: str, join: exp.Join, big_key: exp.Column, small_key: exp.Column,
+               filters: List[exp.Expression], with_: Optional[exp.With], estimator: Estimator,
+               lowered: Dict[str, Dict[str, str]], parts: Dict[str, List[str]], config: OptimizerConfig,
+               log: DecisionLog) -> Optional[_Candidate]:
+    big, small = big_key.table, small_key.table
+    details: Dict[str, Any] = dict(block=label, big=big, key=big_key.name, small=small)
+    big_trace = _trace(scope, big, big_key.name)
+    if isinstance(big_trace, str):
+        log.skipped(f"big side key: {big_trace}", **details)
+        return None
+    table, column, aggregated = big_trace
+    details.update(big_table=table, big_column=column)
+    small_trace = _trace(scope, small, small_key.name)
+    if isinstance(small_trace, str):
+        log.skipped(f"small side key: {small_trace}", **details)
+        return None
+    big_type = lowered.get(table, {}).get(column, "")
+    small_type = lowered.get(small_trace[0], {}).get(small_trace[1], "")
+    big_kind, small_kind = _LITERAL_KINDS.get(_base(big_type)), _LITERAL_KINDS.get(_base(small_type))
+    if big_kind is None or big_kind != small_kind or (big_kind == "decimal" and big_type != small_type):
+        log.skipped(f"key types {big_type or '?'} and {small_type or '?'}: only equal integral, decimal, string or date keys are written as literals", **details)
+        return None
+
+    stats = estimator.statistics.get(table)
+    small_relation = estimator.build_side(scope, small, join)
+    if stats is None or stats.row_count.is_absent or small_relation.rows.is_absent:
+        log.skipped("statistics absent for the big or the small side: Spark decides", **details)
+        return None
+    big_bytes = stats.size_bytes if not stats.size_bytes.is_absent else estimator.table(exp.to_table(table)).bytes()
+    if big_bytes.is_absent or big_bytes.value < config.prune_min_big_bytes:
+        log.skipped(f"the big table is small ({_mb(big_bytes.value)} < {_mb(config.prune_min_big_bytes)}): reading it whole is cheap", **details)
+        return None
+    big_ndv = stats.column(column).ndv
+    small_ndv = small_relation.column(f"{small}.{small_key.name}").ndv
+    small_ndv = small_ndv.capped(small_relation.rows) if not small_ndv.is_absent else small_relation.rows
+    if big_ndv.is_absent or not big_ndv.value:
+        log.skipped(f"no distinct-value count for {table}.{column}: Spark decides", **details)
+        return None
+    fraction = min(1.0, small_ndv.value / big_ndv.value)
+    # Filters on the key itself (a range of days) keep that share of its values, which the
+    # distinct count after filters (uniform over the other columns) does not show.
+    on_key = [p for p in filters if {(c.table, c.name) for c in p.find_all(exp.Column)} == {(small, small_key.name)}]
+    if on_key:
+        whole, kept = estimator.source(scope, small).rows, estimator.filtered_source(scope, small, on_key).rows
+        if not whole.is_absent and not kept.is_absent and whole.value:
+            fraction = min(fraction, kept.value / whole.value)
+    details.update(key_fraction=round(fraction, 4), big_mb=round(big_bytes.value / 1024 / 1024, 1))
+    if fraction > MAX_KEY_FRACTION and not filters:
+        log.skipped(f"the small side is not filtered and keeps about {fraction:.0%} of the key's values: too little to prune", **details)
+        return None
+    # With filters the estimate (uniform over the other columns) cannot tell which keys they
+    # keep: the fetched values decide (see _predicate).
+    details.update(big_ndv=round(big_ndv.value))
+
+    small_bytes = small_relation.bytes(f"{small}.{c.name}" for c in scope.columns if c.table == small)
+    broadcast = not small_bytes.is_absent and small_bytes.value <= config.broadcast_threshold_bytes
+    if column in parts.get(table, []):
+        # Measured (bench/pruning.py): Spark's DPP also prunes through an aggregate grouped by the key.
+        through = " (through the aggregate too)" if aggregated else ""
+        if broadcast:
+            log.skipped(f"{table} is partitioned on {column} and the small side is broadcast "
+                        f"({_mb(small_bytes.value)}): Spark's dynamic partition pruning prunes it{through}", **details)
+            return None
+        reason = (f"{table} is partitioned on {column} but the small side ({_mb(small_bytes.value)}) stays a "
+                  "sort-merge join: Spark's DPP does not prune")
+    else:
+        reason = (f"{table} is not partitioned on {column}: Spark's DPP cannot prune; literals reach the Parquet reader "
+                  "(row groups skipped by min/max)")
+    fetch = _fetch(scope, small, small_key, filters, with_, config)
+    return _Candidate(scope, label, join, big, big_key, table, big_type, small, reason, fetch, details)
+
+
+def _trace(scope: Scope, alias: str, name: str):
+    """(`db.table`, column, aggregated) a block's column comes from, through derived tables and
+    CTEs that read one relation (a filter on it can be pushed to that table's scan); a string
+    saying why not otherwise."""
+    aggregated = False
+    for _ in range(32):
+        source = scope.sources.get(alias)
+        if isinstance(source, exp.Table):
+            return ".".join(p for p in (source.db, source.name) if p).lower(), name.lower(), aggregated
+        if not isinstance(source, Scope) or not isinstance(source.expression, exp.Select):
+            return f"{alias} is not a table, a derived table or a CTE over one SELECT"
+        inner: exp.Select = source.expression
+        if inner.args.get("joins") or inner.args.get("limit") or inner.args.get("offset") or inner.find(exp.Window):
+            return f"{alias} has a join, a LIMIT or a window function: the filter would not reach one scan"
+        projection = next((p for p in inner.selects if p.alias_or_name.lower() == name.lower()), None)
+        target = projection.this if isinstance(projection, exp.Alias) else projection
+        if not isinstance(target, exp.Column):
+            return f"{alias}.{name} is computed, not a column of the table"
+        group = inner.args.get("group")
+        if group is not None:
+            if not any(isinstance(g, exp.Column) and g.table == target.table and g.name == target.name for g in group.expressions):
+                return f"{alias}.{name} is not a grouping column"
+            aggregated = True
+        elif inner.find(exp.AggFunc):
+            return f"{alias} is a global aggregate"
+        scope, alias, name = source, target.table, target.name
+    return "too deeply nested"
+
+
+def _fetch(scope: Scope, small: str, small_key: exp.Column, filters: List[exp.Expression],
+           with_: Optional[exp.With], config: OptimizerConfig) -> ValueFetch:
+    """SELECT DISTINCT key FROM <small side with its own filters> — a superset of the keys that
+    reach the join, which is all the rewrite needs."""
+    node = _relation_node(scope.expression, small).copy()
+    filters = list(filters)
+    key = exp.column(small_key.name, table=small)
+    filters.append(exp.not_(exp.Is(this=key.copy(), expression=exp.null())))
+    base = exp.select(exp.alias_(key.copy(), "k")).from_(node).where(exp.and_(*filters))
+    values = base.copy().distinct().limit(config.prune_max_values + 1)
+    bounds = base.copy()
+    bounds.set("expressions", [exp.alias_(exp.Min(this=key.copy()), "low"), exp.alias_(exp.Max(this=key.copy()), "high")])
+    identity = values.copy()
+    for hint in list(identity.find_all(exp.Hint)):
+        hint.pop()
+    if with_ is not None:
+        values.set("with_", with_.copy())
+        bounds.set("with_", with_.copy())
+    return ValueFetch(identity.sql(DIALECT), values, bounds, small)
+
+
+def _inner(join: exp.Join) -> bool:
+    return not join.side and (join.kind or "").upper() in ("", "INNER")
+
+
+def _local(predicate: exp.Expression, alias: str) -> bool:
+    return (aliases_of(predicate) == {alias} and predicate.find(exp.Query) is None
+            and not any(f.name.lower() in NONDETERMINISTIC_FUNCTIONS or f.sql_name().lower() in NONDETERMINISTIC_FUNCTIONS
+                        for f in predicate.find_all(exp.Func)))
+
+
+def _relation_node(select: exp.Select, alias: str) -> Optional[exp.Expression]:
+    for node in [select.args["from_"].this, *(j.this for j in select.args.get("joins") or [])]:
+        if node.alias_or_name == alias and nested_join(node) is None:
+            return node
+    return None
+
+
+# -- the predicate --------------------------------------------------------------------------------
+
+def _predicate(candidate: _Candidate, fetched: FetchedValues, statistics, config: OptimizerConfig):
+    """(predicate, kind, None) to inject, or (None, None, why not)."""
+    kind = _LITERAL_KINDS[_base(candidate.big_type)]
+    key = exp.column(candidate.big_key.name, table=candidate.big_alias)
+    if fetched.values is not None and len([v for v in fetched.values if v is not None]) <= config.prune_max_values:
+        values = sorted({v for v in fetched.values if v is not None}, key=_sort_key)
+        if not values:
+            # No key on the small side: no big-side row can match (inner, semi, or the
+            # null-supplying side of a LEFT join, which then holds NULLs only).
+            return exp.false(), "FALSE (the small side holds no key)", None
+        share = len(values) / candidate.details["big_ndv"]
+        if share > MAX_KEY_FRACTION:
+            return None, None, (f"the small side holds {len(values)} key values, about {min(share, 1):.0%} of the key's "
+                                f"{candidate.details['big_ndv']} distinct values: too little to prune")
+        literals = [_literal(v, kind) for v in values]
+        if any(lit is None for lit in literals):
+            return None, None, f"a fetched value does not fit the key's type ({kind}): left to Spark"
+        return exp.In(this=key, expressions=literals), f"an IN-list of {len(values)} values", None
+    low, high = _literal(fetched.low, kind), _literal(fetched.high, kind)
+    if fetched.low is None or low is None or high is None:
+        return None, None, "more values than the list bound and no usable min/max: left to Spark"
+    column = statistics.get(candidate.big_table).column(candidate.details["big_column"])
+    covered = _range_fraction(fetched.low, fetched.high, column.min, column.max)
+    if covered is None or covered > MAX_RANGE_FRACTION:
+        share = "unknown" if covered is None else f"{covered:.0%}"
+        return None, None, (f"more than {config.prune_max_values} values and their range covers {share} of the key's "
+                            "min..max: too little to prune")
+    return exp.Between(this=key, low=low, high=high), f"a range (more than {config.prune_max_values} values; {covered:.0%} of the key's min..max)", None
+
+
+def _literal(value: Any, kind: str) -> Optional[exp.Expression]:
+    """An AST literal of the key's type: never text glued into SQL."""
+    if kind == "integral" and isinstance(value, int) and not isinstance(value, bool):
+        return exp.Literal.number(str(value))
+    if kind == "decimal" and isinstance(value, (int, decimal.Decimal)) and not isinstance(value, bool):
+        if isinstance(value, decimal.Decimal) and not value.is_finite():
+            return None
+        return exp.Literal.number(str(value))
+    if kind == "string" and isinstance(value, str):
+        return exp.Literal.string(value)
+    if kind == "date" and isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.build("date"))
+    return None
+
+
+def _sort_key(value: Any):
+    return (type(value).__name__, value)
+
+
+def _ordinal(value: Any) -> Optional[float]:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float, decimal.Decimal)):
+        return float(value)
+    if isinstance(value, datetime.date):
+        return float(value.toordinal())
+    if isinstance(value, str):
+        try:
+            return float(datetime.date.fromisoformat(value[:10]).toordinal())
+        except ValueError:
+            try:
+                return float(value)
+            except ValueError:
+                return None
+    return None
+
+
+def _range_fraction(low: Any, high: Any, col_min: Any, col_max: Any) -> Optional[float]:
+    points = [_ordinal(v) for v in (low, high, col_min, col_max)]
+    if any(p is None for p in points):
+        return None
+    lo, hi, cmin, cmax = points
+    if cmax <= cmin:
+        return None
+    return max(0.0, min(1.0, (hi - lo) / (cmax - cmin)))
+
+
+def _base(data_type: str) -> str:
+    return (data_type or "").split("(")[0].split("<")[0].strip().lower()
+
+
+def _mb(value: Optional[float]) -> str:
+    return "unknown" if value is None else f"{value / 1024 / 1024:.1f} MB"

@@ -1,0 +1,167 @@
+"""prune_partitions_from_small_side on a real Spark: the small side's keys are fetched the way the
+adapter fetches them (same function, same queries), the rule injects them, and the results equal
+the original's, with NULL keys, duplicate keys and string keys holding quotes and backslashes.
+The executed plans show the literals reaching the scan (Parquet pushed filters, partition filters)."""
+
+from collections import Counter
+from types import SimpleNamespace
+
+import pytest
+
+from dbt.adapters.hiveopt.impl import HiveoptAdapter, fetch_small_side_values
+from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, optimize, prepare_query
+from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import plan_value_fetches
+from helpers.results import rows_of
+
+pytestmark = pytest.mark.spark
+
+RULE = "prune_partitions_from_small_side"
+STRINGS = ["it's", "back\\slash", "a'b\\'c", "plain", "x\\", "\\'", None]
+SCHEMA = {"prune_t": {
+    "facts": {"k": "int", "s": "string", "v": "int"},
+    "facts_by_k": {"v": "int", "s": "string", "k": "int"},
+    "dims": {"k": "int", "s": "string", "c": "string"},
+}}
+BIG = {"row_count": 500_000_000, "size_bytes": 20_000_000_000,
+       "columns": {"k": {"ndv": 1000, "null_count": 1000, "min": 0, "max": 1000},
+                   "s": {"ndv": 1000, "avg_width": 6}, "v": {"ndv": 1000}}}
+STATS = StatsCatalog.from_dict({
+    "prune_t.facts": BIG, "prune_t.facts_by_k": BIG,
+    "prune_t.dims": {"row_count": 40, "size_bytes": 2000,
+                     "columns": {"k": {"ndv": 12}, "s": {"ndv": 7, "avg_width": 6}, "c": {"ndv": 3, "avg_width": 1}}},
+})
+PARTITIONING = {"prune_t.facts_by_k": ["k"]}
+
+
+@pytest.fixture(scope="module")
+def tables(spark):
+    spark.sql("CREATE DATABASE IF NOT EXISTS prune_t")
+    facts = [(k, STRINGS[i % len(STRINGS)], i) for i, k in enumerate([*range(12), None, 3, 3, 7, None] * 6)]
+    dims = [(k, STRINGS[i % len(STRINGS)], "abc"[i % 3]) for i, k in enumerate([1, 2, 3, 3, None, 5, 7, 9, None, 11, 2, 4])]
+    spark.createDataFrame(facts, "k int, s string, v int").write.mode("overwrite").saveAsTable("prune_t.facts")
+    spark.createDataFrame(facts, "k int, s string, v int").select("v", "s", "k").write.partitionBy("k") \
+        .mode("overwrite").saveAsTable("prune_t.facts_by_k")
+    spark.createDataFrame(dims, "k int, s string, c string").write.mode("overwrite").saveAsTable("prune_t.dims")
+    return spark
+
+
+def run_with_fetch(spark, sql, materialization="table", **settings):
+    """What the adapter does: plan the fetches, run them on Spark, optimize with the values."""
+    config = OptimizerConfig.from_dicts({"rules": {"select_join_algorithms": False, "reorder_joins": False}, **settings})
+    context = OptimizerContext(schema=SCHEMA, statistics=STATS, config=config, materialization=materialization,
+                               partitioning=PARTITIONING)
+    expression = prepare_query(sql, SCHEMA).expression
+    fetches = plan_value_fetches(expression, SCHEMA, STATS, config, materialization, PARTITIONING)
+    run = lambda text: [tuple(r) for r in spark.sql(text).collect()]  # noqa: E731
+    context.fetched_values = {f.key: fetch_small_side_values(f, config.prune_max_values, run) for f in fetches}
+    result = optimize(sql, context)
+    assert result.fallback_reason is None
+    (rule,) = [r for r in result.rules if r.rule == RULE]
+    return result, rule
+
+
+FIRING = {
+    "int key, NULL and duplicate keys on both sides": (
+        "SELECT f.k, f.v, d.c FROM prune_t.facts f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'", {}),
+    "string keys with quotes and backslashes": (
+        "SELECT f.s, f.v, d.c FROM prune_t.facts f JOIN prune_t.dims d ON f.s = d.s WHERE d.c IN ('a', 'b')", {}),
+    "null-supplying side of a LEFT join": (
+        "SELECT d.k AS dk, d.c, f.v FROM prune_t.dims d LEFT JOIN prune_t.facts f ON f.k = d.k WHERE d.c = 'b'", {}),
+    "semi join": (
+        "SELECT f.v FROM prune_t.facts f LEFT SEMI JOIN prune_t.dims d ON f.s = d.s AND d.c = 'c'", {}),
+    "small side in a CTE": (
+        "WITH picked AS (SELECT k FROM prune_t.dims WHERE c <> 'a') SELECT f.v FROM prune_t.facts f JOIN picked p ON f.k = p.k", {}),
+    "fact aggregated before the join": (
+        "SELECT a.k, a.total FROM (SELECT k, SUM(v) AS total FROM prune_t.facts GROUP BY k) a "
+        "JOIN prune_t.dims d ON a.k = d.k WHERE d.c = 'a'", {}),
+    "more values than the bound: a range": (
+        "SELECT f.k, f.v FROM prune_t.facts f JOIN prune_t.dims d ON f.k = d.k WHERE d.c IN ('a', 'b')",
+        {"prune_max_values": 2}),
+    "an empty small side: FALSE": (
+        "SELECT f.k, f.v FROM prune_t.facts f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'zzz'", {}),
+}
+
+
+@pytest.mark.parametrize("title", list(FIRING))
+def test_fires_and_keeps_results(tables, title):
+    sql, settings = FIRING[title]
+    result, rule = run_with_fetch(tables, sql, **settings)
+    assert rule.fired, [d.reason for d in rule.decisions]
+    original, optimized = tables.sql(sql), tables.sql(result.sql)
+    assert optimized.columns == original.columns
+    expected = Counter(rows_of(tables, sql))
+    assert Counter(rows_of(tables, result.sql)) == expected
+    if "empty" not in title:
+        assert expected, "the data must exercise the query"
+
+
+def _plan(spark, sql):
+    return spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
+
+
+def test_string_literals_reach_the_parquet_reader(tables):
+    sql, _ = FIRING["string keys with quotes and backslashes"]
+    result, _ = run_with_fetch(tables, sql)
+    plan = _plan(tables, result.sql)
+    assert "PushedFilters: [IsNotNull(s), In(s," in plan or "In(s, [" in plan, plan
+    assert "it's" in plan and "back\\slash" in plan
+
+
+def test_the_filter_reaches_the_scan_below_the_aggregate(tables):
+    sql, _ = FIRING["fact aggregated before the join"]
+    result, _ = run_with_fetch(tables, sql)
+    scan = [line for line in _plan(tables, result.sql).splitlines() if "PushedFilters" in line]
+    assert scan and "In(k," in scan[0], scan
+
+
+@pytest.mark.parametrize("sql, materialization, why", [
+    ("SELECT f.k, f.v FROM prune_t.facts f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'", "view",
+     "stored definition"),
+    ("SELECT f.k, d.c FROM prune_t.facts f LEFT JOIN prune_t.dims d ON f.k = d.k AND d.c = 'a'", "table",
+     "preserved side"),
+    ("SELECT f.v, d.c FROM prune_t.facts_by_k f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'", "table",
+     "dynamic partition pruning"),
+    ("SELECT a.k, a.total FROM (SELECT k, SUM(v) AS total FROM prune_t.facts_by_k GROUP BY k) a "
+     "JOIN prune_t.dims d ON a.k = d.k WHERE d.c = 'a'", "table", "through the aggregate"),
+])
+def test_does_not_fire(tables, sql, materialization, why):
+    result, rule = run_with_fetch(tables, sql, materialization=materialization)
+    assert not rule.fired and result.sql == sql
+    assert any(why in d.reason for d in rule.decisions), [d.reason for d in rule.decisions]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT /*+ BROADCAST(d) */ f.v, d.c FROM prune_t.facts_by_k f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'",
+    "SELECT /*+ BROADCAST(d) */ a.k, a.total FROM (SELECT k, SUM(v) AS total FROM prune_t.facts_by_k GROUP BY k) a "
+    "JOIN prune_t.dims d ON a.k = d.k WHERE d.c = 'a'",
+])
+def test_spark_prunes_the_broadcast_cases_itself(tables, sql):
+    """The cases the rule leaves to Spark: the executed plan has a dynamic pruning subquery."""
+    assert "dynamicpruningexpression(k" in _plan(tables, sql).lower()
+
+
+def test_the_fetch_is_cancelled_at_its_deadline(tables):
+    """The adapter's bounded run: a query that would take minutes is cancelled after a second."""
+    import time
+
+    from dbt.adapters.spark.connections import SparkConnectionMethod
+
+    adapter = SimpleNamespace(config=SimpleNamespace(credentials=SimpleNamespace(method=SparkConnectionMethod.SESSION)))
+    slow = "SELECT COUNT(DISTINCT a.id + b.id) AS n FROM range(200000) a CROSS JOIN range(200000) b"
+    started = time.perf_counter()
+    with pytest.raises(TimeoutError):
+        HiveoptAdapter._run_bounded(adapter, slow, started + 1.0)
+    assert time.perf_counter() - started < 30
+    # The session is usable afterwards.
+    assert tables.sql("SELECT 1 AS one").collect()[0][0] == 1
+
+
+def test_describe_reads_partition_columns(tables):
+    """The adapter hands the rule the partition columns DESCRIBE TABLE EXTENDED lists."""
+    from dbt.adapters.hiveopt.statistics_service import parse_describe
+
+    def info(name):
+        return parse_describe(name, [tuple(r) for r in tables.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()])
+
+    assert info("prune_t.facts_by_k").partition_columns == ["k"]
+    assert info("prune_t.facts").partition_columns == []

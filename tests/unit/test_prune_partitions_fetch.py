@@ -1,0 +1,61 @@
+"""prune_partitions_from_small_side without Spark: the fetch queries the pre-pass runs, and the
+literals the rule writes (Spark runs them in tests/spark/test_prune_partitions.py)."""
+
+import sqlglot
+
+from dbt.adapters.hiveopt.optimizer import OptimizerContext, optimize
+from dbt.adapters.hiveopt.optimizer.context import FetchedValues
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import plan_value_fetches, sql_expression
+from helpers.fixtures import Case, context_for
+
+RULE = "prune_partitions_from_small_side"
+
+
+def _context(sql, **meta):
+    return context_for(Case(RULE, "unit", sql, None, "pruning", meta), only_rule=RULE)
+
+
+def _fetches(sql, context):
+    return plan_value_fetches(sql_expression(sql, context), context.schema, context.statistics, context.config,
+                              context.materialization, context.partitioning)
+
+
+def test_a_cte_small_side_is_fetched_with_its_definition():
+    sql = "WITH picked AS (SELECT day FROM sales.days WHERE year = 2020) SELECT e.amount FROM sales.events e JOIN picked p ON e.day = p.day"
+    (fetch,) = _fetches(sql, _context(sql))
+    assert fetch.values_query.sql(DIALECT) == (
+        "WITH picked AS (SELECT days.day AS day FROM sales.days AS days WHERE days.year = 2020) "
+        "SELECT DISTINCT p.day AS k FROM picked AS p WHERE NOT p.day IS NULL LIMIT 1001")
+    assert fetch.range_query.sql(DIALECT).startswith("WITH picked AS")
+    assert "MIN(p.day) AS low, MAX(p.day) AS high" in fetch.range_query.sql(DIALECT)
+
+
+def test_nothing_is_fetched_for_a_view_or_with_the_rule_off():
+    sql = "SELECT e.amount FROM sales.events e JOIN sales.days d ON e.day = d.day WHERE d.year = 2020"
+    assert _fetches(sql, _context(sql))
+    assert not _fetches(sql, _context(sql, materialization="view"))
+    context = _context(sql)
+    context.config.rules[RULE] = False
+    assert not _fetches(sql, context)
+
+
+def test_string_values_cannot_change_the_query():
+    sql = "SELECT e.amount, r.zone FROM sales.events e JOIN sales.regions r ON e.region = r.region WHERE r.zone = 'north'"
+    context = _context(sql)
+    nasty = ["') OR 1=1 --", "it's", "back\\slash", "\\'", "x\\"]
+    context.fetched_values = {f.key: FetchedValues(values=nasty + [None]) for f in _fetches(sql, context)}
+    result = optimize(sql, context)
+    assert result.changed
+    (in_list,) = sqlglot.parse_one(result.sql, read=DIALECT).find_all(sqlglot.exp.In)
+    assert sorted(v.this for v in in_list.expressions) == sorted(nasty)
+
+
+def test_values_of_another_type_than_the_key_are_not_written():
+    sql = "SELECT e.amount FROM sales.events e JOIN sales.days d ON e.day = d.day WHERE d.year = 2020"
+    context = _context(sql)
+    context.fetched_values = {f.key: FetchedValues(values=[1, "2"]) for f in _fetches(sql, context)}
+    result = optimize(sql, context)
+    assert not result.changed
+    (run,) = [r for r in result.rules if r.rule == RULE]
+    assert any("does not fit the key's type (integral)" in d.reason for d in run.decisions)
