@@ -60,6 +60,7 @@ def read_by_models(graph: Dict[str, Any], unique_id: str) -> bool:
         for node in (graph.get("nodes") or {}).values()
     )
 
+
 def fetch_small_side_values(fetch: ValueFetch, max_values: int, run) -> FetchedValues:
     """Run one small side's key query (and its min/max when the list is longer than max_values)
     with `run(sql) -> rows`; any failure is recorded, and the rule then leaves the join to Spark."""
@@ -225,8 +226,6 @@ class HiveoptAdapter(SparkAdapter):
     def _run_bounded(self, sql: str, deadline: float) -> List[tuple]:
         """A query on the session's SparkSession, cancelled at the deadline (its Spark jobs run in
         a job group a timer cancels). Other connection methods cannot cancel: no fetch there."""
-        from dbt.adapters.spark.connections import SparkConnectionMethod
-
         if getattr(self.config.credentials, "method", None) != SparkConnectionMethod.SESSION:
             raise RuntimeError("a bounded value fetch needs the session method")
         from pyspark.sql import SparkSession
