@@ -68,7 +68,7 @@ def summary(project_dir: str) -> int:
     if not os.path.isdir(folder):
         print(f"no records in {folder}: run dbt with a hiveopt profile first", file=sys.stderr)
         return 1
-    print(f"{'model':45} {'rules fired':28} {'opt ms':>7} {'gather s':>9} {'build s':>8} {'ratio':>6}")
+    rows = []
     for name in sorted(n[:-5] for n in os.listdir(folder) if n.endswith(".json")):
         with open(os.path.join(folder, name + ".json")) as handle:
             record = json.load(handle)
@@ -80,7 +80,11 @@ def summary(project_dir: str) -> int:
                 continue
             gather, build = f"{cost['gather_seconds']:.2f}", f"{cost['build_seconds'] or 0:.2f}"
             ratio = f"{cost['cost_ratio']:.2f}" if cost.get("cost_ratio") is not None else ""
-        print(f"{name:45} {fired:28} {record.get('optimizer_ms', 0):7.1f} {gather:>9} {build:>8} {ratio:>6}")
+        rows.append((name, fired, record.get("optimizer_ms", 0), gather, build, ratio))
+    width = max([len("rules fired")] + [len(r[1]) for r in rows])
+    print(f"{'model':45} {'rules fired':{width}} {'opt ms':>7} {'gather s':>9} {'build s':>8} {'ratio':>6}")
+    for name, fired, ms, gather, build, ratio in rows:
+        print(f"{name:45} {fired:{width}} {ms:7.1f} {gather:>9} {build:>8} {ratio:>6}")
     return 0
 
 
