@@ -3,7 +3,7 @@
 A case is a block of `# key: value` lines, then the input SQL ending in `;`, then optionally the
 expected SQL ending in `;`. No expected SQL means the rule must not fire. `# stats: NAME` picks a
 schema and statistics set from statistics.json (a set's optional "partitioning" gives partition
-columns); `# config: {...}` (JSON) sets optimizer settings; `# execute: false` keeps a case off
+columns, its optional "config" settings for every case of the set); `# config: {...}` (JSON) sets optimizer settings; `# execute: false` keeps a case off
 Spark; `# materialization: view` builds a view; `# values: JSON` is what the adapter's pre-pass
 fetched for every small side the query has (a list of keys, or {"low": .., "high": ..}, or
 {"error": ".."}; or by small-side alias: {"d": [1, 2], "r": ["x"]}).
@@ -68,7 +68,7 @@ def context_for(case: Case, only_rule: Optional[str] = None, **settings) -> Opti
     from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
 
     rules = {name: (only_rule is None or name == only_rule) for name in RULE_NAMES}
-    configured = json.loads(case.meta["config"]) if case.meta.get("config") else {}
+    configured = {**sets.get("config", {}), **(json.loads(case.meta["config"]) if case.meta.get("config") else {})}
     context = OptimizerContext(
         schema=sets["schema"], statistics=StatsCatalog.from_dict(sets["statistics"]),
         config=OptimizerConfig.from_dicts({"rules": rules, **configured, **settings}), model=case.title,

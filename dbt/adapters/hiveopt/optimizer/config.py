@@ -11,7 +11,7 @@ False
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 # Spark's own spark.sql.autoBroadcastJoinThreshold default: the same line, drawn from our
 # estimate after filters instead of Spark's unfiltered file size.
@@ -60,6 +60,10 @@ class OptimizerConfig:
     prune_max_values: int = DEFAULT_PRUNE_MAX_VALUES
     prune_fetch_timeout_seconds: float = DEFAULT_PRUNE_FETCH_TIMEOUT_SECONDS
     prune_min_big_bytes: int = DEFAULT_PRUNE_MIN_BIG_BYTES
+    # {"db.table": ["column", ...]}: tables whose files are written sorted (or clustered) by these
+    # columns, so a literal key list lets the Parquet reader skip row groups. On any other table
+    # not partitioned on the key, pruning from the small side only adds work.
+    sorted_keys: Dict[str, List[str]] = field(default_factory=dict)
 
     def rule_enabled(self, name: str) -> bool:
         return self.enabled and self.rules.get(name, True)
