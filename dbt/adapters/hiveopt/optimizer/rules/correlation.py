@@ -75,6 +75,27 @@ def deterministic(node: exp.Expression) -> bool:
     )
 
 
+def aggregate_shape_problem(select: exp.Select, where: str) -> Optional[str]:
+    """Why an aggregate block cannot be merged into another read ("... inside {where}"), else None:
+    clauses that filter or cut its groups, windows, nested subqueries, non-deterministic calls.
+
+    >>> import sqlglot
+    >>> aggregate_shape_problem(sqlglot.parse_one("SELECT k, SUM(v) FROM t GROUP BY k HAVING SUM(v) > 1"), "the aggregate")
+    'HAVING inside the aggregate'
+    """
+    for arg, clause in (("having", "HAVING"), ("limit", "LIMIT"), ("offset", "OFFSET"),
+                        ("distinct", "SELECT DISTINCT"), ("order", "ORDER BY"), ("qualify", "QUALIFY")):
+        if select.args.get(arg):
+            return f"{clause} inside {where}"
+    if select.find(exp.Window):
+        return f"a window function inside {where}"
+    if any(s is not select for s in select.find_all(exp.Select)):
+        return f"a nested subquery inside {where}"
+    if not deterministic(select):
+        return f"a non-deterministic expression inside {where}"
+    return None
+
+
 def renamed(node: exp.Expression, old: str, new: str) -> exp.Expression:
     """A copy of `node` with columns of table alias `old` pointed at alias `new`."""
     copy = node.copy()

@@ -61,10 +61,10 @@ from dbt.adapters.hiveopt.optimizer.cost_model import MIN_RECOMPUTE_TO_WINDOW_RA
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator, conjuncts
 from dbt.adapters.hiveopt.optimizer.rules.correlation import (
+    aggregate_shape_problem,
     WINDOWABLE_AGGREGATES,
     block_conjuncts,
     columns_of,
-    deterministic,
     drop_conjuncts,
     fresh_names,
     from_items,
@@ -133,21 +133,10 @@ def _next_rewrite(expression, schema, statistics, config, log, decided: Set[str]
 # --- shared checks -----------------------------------------------------------------------------
 def _block_shape_problem(select: exp.Select) -> Optional[str]:
     """Why an aggregate block cannot become a window, else None (joins are checked by the caller)."""
-    for arg, reason in (("having", "HAVING inside the aggregate (its groups are filtered)"),
-                        ("limit", "LIMIT inside the aggregate subquery"),
-                        ("offset", "OFFSET inside the aggregate subquery"),
-                        ("distinct", "SELECT DISTINCT inside the aggregate"),
-                        ("order", "ORDER BY inside the aggregate subquery"),
-                        ("qualify", "QUALIFY inside the aggregate")):
-        if select.args.get(arg):
-            return reason
-    if select.find(exp.Window):
-        return "a window function inside the aggregate"
-    if any(s is not select for s in select.find_all(exp.Select)):
-        return "a nested subquery inside the aggregate"
-    if not deterministic(select):
-        return "a non-deterministic expression inside the aggregate: evaluating it once instead of twice changes results"
-    return None
+    problem = aggregate_shape_problem(select, "the aggregate")
+    if problem and problem.startswith("a non-deterministic"):
+        return problem + ": evaluating it once instead of twice changes results"
+    return problem
 
 
 def _aggregate_problem(aggregates: List[exp.AggFunc], allow_count: bool) -> Optional[str]:

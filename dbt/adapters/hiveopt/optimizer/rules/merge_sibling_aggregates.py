@@ -45,9 +45,9 @@ from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator, conjuncts
 from dbt.adapters.hiveopt.optimizer.rules.correlation import (
+    aggregate_shape_problem,
     block_conjuncts,
     compute_cost,
-    deterministic,
     drop_conjuncts,
     fresh_names,
     non_inner_join,
@@ -90,16 +90,9 @@ def merge_sibling_aggregates(expression: exp.Expression, schema, statistics, con
 
 
 def _problem(select: exp.Select) -> Optional[str]:
-    for arg, reason in (("having", "HAVING"), ("limit", "LIMIT"), ("offset", "OFFSET"), ("distinct", "SELECT DISTINCT"),
-                        ("order", "ORDER BY"), ("qualify", "QUALIFY")):
-        if select.args.get(arg):
-            return f"{reason} inside a sibling aggregate"
-    if select.find(exp.Window):
-        return "a window function inside a sibling aggregate"
-    if any(s is not select for s in select.find_all(exp.Select)):
-        return "a nested subquery inside a sibling aggregate"
-    if not deterministic(select):
-        return "a non-deterministic expression inside a sibling aggregate"
+    problem = aggregate_shape_problem(select, "a sibling aggregate")
+    if problem:
+        return problem
     for agg in select.find_all(exp.AggFunc):
         if agg.find(exp.Distinct):
             return f"DISTINCT aggregate {normalized(agg)} in a sibling (not merged)"
