@@ -1,8 +1,10 @@
 """Partition-pruning benchmark: the bench_prune_* models on generated data (a 30M-row fact written
 sorted by customer_id, the same fact partitioned by store_id, dimensions of several sizes), run
-by plain dbt-spark, hiveopt with prune_partitions_from_small_side off, and hiveopt, in the same
-process and warm SparkSession, alternating, medians of N rounds. Seconds are dbt's own model
-timings (run_results.json); hiveopt's include its statistics I/O and the small-side value fetch.
+by plain dbt-spark, hiveopt with prune_partitions_from_small_side off, hiveopt, and hiveopt without
+the value fetch (`prune_fetch_values: false`, what a Thrift or Connect connection gets: semi-join
+filters where they win), in the same process and warm SparkSession, alternating, medians of N
+rounds. Seconds are dbt's own model timings (run_results.json); hiveopt's include its statistics
+I/O and the small-side value fetch.
 
     .venv/bin/python bench/pruning.py [--rows 30000000] [--rounds 3]
 """
@@ -17,12 +19,15 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 
-MODELS = ["bench_prune_sorted_small", "bench_prune_sorted_range", "bench_prune_sorted_aggregated", "bench_prune_part_broadcast",
-          "bench_prune_part_semi", "bench_prune_part_aggregated"]
+MODELS = ["bench_prune_sorted_small", "bench_prune_sorted_range", "bench_prune_sorted_aggregated",
+          "bench_prune_unsorted_aggregated", "bench_prune_part_broadcast", "bench_prune_part_semi",
+          "bench_prune_part_aggregated"]
+NO_FETCH = "hiveopt no fetch"
 VARIANTS = {
     "dbt-spark": ("spark", {}),
     "hiveopt rule off": ("session", {"bench_rule": False}),
     "hiveopt": ("session", {"bench_rule": True}),
+    NO_FETCH: ("session", {"bench_rule": True, "bench_fetch": False}),
 }
 RULE = "prune_partitions_from_small_side"
 DATA = os.path.join(harness.REPO, "data", "pruning-bench")
@@ -84,6 +89,19 @@ def generate(spark, rows: int) -> None:
             spark.sql(f"MSCK REPAIR TABLE {SCHEMA}.{table}")
 
 
+def _decision(variant: str, model: str):
+    """(fired: kind, fetch seconds, reason) of the rule's decisive record for one variant's build."""
+    rec = harness.record(variant, model)
+    (run,) = [r for r in rec["rules"] if r["rule"] == RULE]
+    fired = [d for d in run["decisions"] if d["fired"]]
+    chosen = fired or [d for d in run["decisions"] if d.get("big_table", "").startswith(SCHEMA + ".sales")] or run["decisions"]
+    reason = chosen[0]["reason"] if chosen else "-"
+    if not fired:
+        return "not fired", 0.0, reason
+    kind = "semi join" if "semi-join filter" in reason else "range" if "range" in reason else "IN-list" if "IN-list" in reason else "fired"
+    return f"FIRED {kind}", sum(d.get("fetch_seconds", 0) for d in fired), reason
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=30_000_000)
@@ -96,26 +114,26 @@ def main() -> int:
                 os.path.join(harness.RESULTS, "setup"))
     med, same = harness.measure(spark, MODELS, MODELS, VARIANTS, common, args.rounds)
     print()
-    header = (f"{'model':28} {'dbt-spark':>9} {'rule off':>9} {'hiveopt':>9} {'ratio':>7} {'rule':>6}  "
-              f"{'same rows':9} {'fetch s':>7}  rule decision")
+    header = (f"{'model':32} {'dbt-spark':>9} {'rule off':>9} {'hiveopt':>9} {'ratio':>7} {'rule':>6} "
+              f"{'no fetch':>9} {'ratio':>7}  {'same':5} {'fetch s':>7}  decision (hiveopt / no fetch)")
     print(header)
     print("-" * len(header))
     for model in MODELS:
-        rec = harness.record("hiveopt", model)
-        (run,) = [r for r in rec["rules"] if r["rule"] == RULE]
-        fired = [d for d in run["decisions"] if d["fired"]]
-        chosen = fired or [d for d in run["decisions"] if d.get("big_table", "").startswith(SCHEMA + ".sales")] or run["decisions"]
-        fetch = sum(d.get("fetch_seconds", 0) for d in fired)
-        print(f"{model:28} {med['dbt-spark'][model]:9.2f} {med['hiveopt rule off'][model]:9.2f} {med['hiveopt'][model]:9.2f} "
-              f"{med['dbt-spark'][model] / med['hiveopt'][model]:6.2f}x "
-              f"{med['hiveopt rule off'][model] / med['hiveopt'][model]:5.2f}x  "
-              f"{str(all(s[model] for s in same.values())):9} {fetch:7.2f}  "
-              f"{'FIRED' if fired else 'not fired'}: {chosen[0]['reason'] if chosen else '-'}")
+        decisions = [_decision(variant, model) for variant in ("hiveopt", NO_FETCH)]
+        spark_s, off, hive, nofetch = (med[v][model] for v in ("dbt-spark", "hiveopt rule off", "hiveopt", NO_FETCH))
+        print(f"{model:32} {spark_s:9.2f} {off:9.2f} {hive:9.2f} {spark_s / hive:6.2f}x {off / hive:5.2f}x "
+              f"{nofetch:9.2f} {spark_s / nofetch:6.2f}x  {str(all(s[model] for s in same.values())):5} "
+              f"{decisions[0][1]:7.2f}  {decisions[0][0]} / {decisions[1][0]}")
     print(f"\nseconds: median of {args.rounds} model timings from dbt's run_results.json (hiveopt's include its "
-          "statistics I/O and the value fetch shown as 'fetch s'); ratio = dbt-spark / hiveopt; "
-          "rule = hiveopt with the rule off / hiveopt")
+          "statistics I/O and the value fetch shown as 'fetch s'); ratio = dbt-spark / hiveopt (and / hiveopt without "
+          "the fetch); rule = hiveopt with the rule off / hiveopt; same = every variant returned the same rows")
+    print("\ndecisions:")
+    for model in MODELS:
+        for variant in ("hiveopt", NO_FETCH):
+            print(f"  {model} ({variant}): {_decision(variant, model)[2]}")
     with open(os.path.join(harness.RESULTS, "pruning_decisions.json"), "w") as handle:
-        json.dump({m: harness.record("hiveopt", m) for m in MODELS}, handle, indent=2, default=str)
+        json.dump({variant: {m: harness.record(variant, m) for m in MODELS} for variant in ("hiveopt", NO_FETCH)},
+                  handle, indent=2, default=str)
     spark.stop()
     return 0
 

@@ -166,3 +166,56 @@ def test_describe_reads_partition_columns(tables):
 
     assert info("prune_t.facts_by_k").partition_columns == ["k"]
     assert info("prune_t.facts").partition_columns == []
+
+
+def run_without_fetch(spark, sql, **settings):
+    """What the adapter does when the values cannot be fetched (Thrift, Connect, a timeout, or
+    prune_fetch_values off): the rule sees no values."""
+    config = OptimizerConfig.from_dicts({"rules": {"select_join_algorithms": False, "reorder_joins": False},
+                                         "prune_fetch_values": False, **settings})
+    context = OptimizerContext(schema=SCHEMA, statistics=STATS, config=config, materialization="table",
+                               partitioning=PARTITIONING)
+    result = optimize(sql, context)
+    assert result.fallback_reason is None
+    (rule,) = [r for r in result.rules if r.rule == RULE]
+    return result, rule
+
+
+SEMI_JOIN = {
+    "int key with NULL and duplicate keys, aggregated by it": (
+        "SELECT a.k, a.total, d.c FROM (SELECT k, SUM(v) AS total, COUNT(*) AS n FROM prune_t.facts GROUP BY k) a "
+        "JOIN prune_t.dims d ON a.k = d.k WHERE d.c = 'a'"),
+    "string key with quotes and backslashes, aggregated by it (table not declared sorted)": (
+        "SELECT a.s, a.total FROM (SELECT s, SUM(v) AS total FROM prune_t.facts GROUP BY s) a "
+        "JOIN prune_t.dims d ON a.s = d.s WHERE d.c IN ('a', 'b')"),
+    "null-supplying side of a LEFT join, small side in a CTE": (
+        "WITH picked AS (SELECT k, c FROM prune_t.dims WHERE c <> 'a') "
+        "SELECT p.k AS pk, p.c, a.total FROM picked p LEFT JOIN (SELECT k, SUM(v) AS total FROM prune_t.facts GROUP BY k) a "
+        "ON a.k = p.k"),
+}
+
+
+@pytest.mark.parametrize("title", list(SEMI_JOIN))
+def test_without_values_a_broadcast_semi_join_goes_below_the_aggregate(tables, title):
+    sql = SEMI_JOIN[title]
+    result, rule = run_without_fetch(tables, sql, sorted_keys={})
+    assert rule.fired, [d.reason for d in rule.decisions]
+    assert any("semi-join filter below the aggregate" in d.reason for d in rule.decisions if d.fired)
+    expected = Counter(rows_of(tables, sql))
+    assert expected and Counter(rows_of(tables, result.sql)) == expected
+    plan = _plan(tables, result.sql)
+    semi = [line for line in plan.splitlines() if "LeftSemi" in line]
+    assert semi and all("BroadcastHashJoin" in line for line in semi), plan
+    # Below the aggregate: the semi join is planned before the partial aggregate of the fact.
+    lines = plan.splitlines()
+    first_semi = next(i for i, line in enumerate(lines) if "LeftSemi" in line)
+    partial = [i for i, line in enumerate(lines) if "HashAggregate" in line and "partial_sum" in line]
+    assert partial and partial[-1] < first_semi, plan
+
+
+def test_without_values_a_fact_read_as_is_is_left_to_spark(tables):
+    sql = "SELECT f.k, f.v, d.c FROM prune_t.facts f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'"
+    result, rule = run_without_fetch(tables, sql, sorted_keys={"prune_t.facts": ["k"]})
+    assert not rule.fired and result.sql == sql
+    assert any("no faster where the big side is read as is" in d.reason for d in rule.decisions), \
+        [d.reason for d in rule.decisions]

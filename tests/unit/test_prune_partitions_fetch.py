@@ -59,3 +59,30 @@ def test_values_of_another_type_than_the_key_are_not_written():
     assert not result.changed
     (run,) = [r for r in result.rules if r.rule == RULE]
     assert any("does not fit the key's type (integral)" in d.reason for d in run.decisions)
+
+
+def test_on_a_thrift_connection_the_fetch_fails_and_a_semi_join_filter_goes_below_the_aggregate():
+    """What the adapter does on Thrift or Connect: its bounded run refuses (no job group to cancel),
+    the fetch records the error, and the rule writes the small side's keys as a subquery."""
+    import time
+    from types import SimpleNamespace
+
+    from dbt.adapters.spark.connections import SparkConnectionMethod
+
+    from dbt.adapters.hiveopt.impl import HiveoptAdapter, fetch_small_side_values
+
+    adapter = SimpleNamespace(config=SimpleNamespace(credentials=SimpleNamespace(method=SparkConnectionMethod.THRIFT)))
+    sql = ("SELECT a.total, d.month FROM (SELECT day, SUM(amount) AS total FROM sales.events GROUP BY day) a "
+           "JOIN sales.days d ON a.day = d.day WHERE d.year = 2020")
+    context = _context(sql)
+    deadline = time.perf_counter() + 5
+    context.fetched_values = {
+        f.key: fetch_small_side_values(f, 1000, lambda text: HiveoptAdapter._run_bounded(adapter, text, deadline))
+        for f in _fetches(sql, context)}
+    assert all("needs the session method" in v.error for v in context.fetched_values.values())
+    result = optimize(sql, context)
+    assert "a.day IN (SELECT /*+ BROADCAST(d) */ d.day AS k FROM sales.days AS d WHERE d.year = 2020 AND NOT d.day IS NULL)" in result.sql
+    (rule,) = [r for r in result.rules if r.rule == RULE]
+    assert [d.reason for d in rule.decisions if d.fired][0].endswith(
+        "injected a semi-join filter below the aggregate (the small side's values could not be fetched: "
+        "fetch failed (RuntimeError: a bounded value fetch needs the session method))")

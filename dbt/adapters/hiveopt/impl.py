@@ -210,8 +210,10 @@ class HiveoptAdapter(SparkAdapter):
         fetched: Dict[str, FetchedValues] = {}
         if prepared is not None:
             # Partition pruning's pre-pass: the optimizer says which small-side keys to fetch.
+            # Without a fetch (prune_fetch_values off) the rule writes semi-join filters where they win.
             fetches = plan_value_fetches(prepared.expression, schema, statistics, config, materialization, partitioning)
-            fetched = {fetch.key: self._fetch_values(fetch, config, label) for fetch in fetches}
+            if config.prune_fetch_values:
+                fetched = {fetch.key: self._fetch_values(fetch, config, label) for fetch in fetches}
         context = OptimizerContext(schema=schema, statistics=statistics, config=config, model=label,
                                    materialization=materialization, bucketing=bucketing,
                                    partitioning=partitioning, fetched_values=fetched)

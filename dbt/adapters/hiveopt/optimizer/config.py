@@ -60,6 +60,10 @@ class OptimizerConfig:
     prune_max_values: int = DEFAULT_PRUNE_MAX_VALUES
     prune_fetch_timeout_seconds: float = DEFAULT_PRUNE_FETCH_TIMEOUT_SECONDS
     prune_min_big_bytes: int = DEFAULT_PRUNE_MIN_BIG_BYTES
+    # Fetch the small side's key values before a build (session connections only: the fetch is
+    # bounded in time there). Off, the rule writes semi-join filters where they win, as it does on
+    # Thrift and Connect connections.
+    prune_fetch_values: bool = True
     # {"db.table": ["column", ...]}: tables whose files are written sorted (or clustered) by these
     # columns, so a literal key list lets the Parquet reader skip row groups. On any other table
     # not partitioned on the key, pruning from the small side only adds work.
@@ -91,6 +95,7 @@ class OptimizerConfig:
         cfg.enabled = _as_bool(cfg.enabled)
         cfg.verify = _as_bool(cfg.verify)
         cfg.shuffle_hash = _as_bool(cfg.shuffle_hash)
+        cfg.prune_fetch_values = _as_bool(cfg.prune_fetch_values)
         cfg.broadcast_threshold_bytes = int(cfg.broadcast_threshold_bytes)
         cfg.shuffle_hash_partition_bytes = int(cfg.shuffle_hash_partition_bytes)
         cfg.shuffle_partitions = int(cfg.shuffle_partitions)

@@ -1,4 +1,5 @@
-{{ config(hiveopt={'rules': {'prune_partitions_from_small_side': var('bench_rule', true)}}) }}
+{{ config(hiveopt={'rules': {'prune_partitions_from_small_side': var('bench_rule', true)},
+                   'prune_fetch_values': var('bench_fetch', true)}) }}
 -- Fact partitioned by store_id, aggregated per store and day before the join.
 with daily as (
     select store_id, day, sum(amount) as amount

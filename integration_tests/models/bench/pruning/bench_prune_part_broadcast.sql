@@ -1,4 +1,5 @@
-{{ config(hiveopt={'rules': {'prune_partitions_from_small_side': var('bench_rule', true)}}) }}
+{{ config(hiveopt={'rules': {'prune_partitions_from_small_side': var('bench_rule', true)},
+                   'prune_fetch_values': var('bench_fetch', true)}) }}
 -- Fact partitioned by store_id joined to a small filtered dimension: Spark's DPP prunes.
 select s.region, count(*) as lines, sum(f.amount) as revenue
 from {{ source('pruning_bench', 'sales_by_store') }} f

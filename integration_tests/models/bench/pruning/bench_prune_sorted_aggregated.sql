@@ -1,4 +1,5 @@
 {{ config(hiveopt={'rules': {'prune_partitions_from_small_side': var('bench_rule', true)},
+                   'prune_fetch_values': var('bench_fetch', true),
                    'sorted_keys': {'pruning_bench.sales_sorted': ['customer_id']}}) }}
 -- Unpartitioned fact sorted by customer_id, aggregated per customer and day before the join to a
 -- small filtered dimension: the injected list goes below the aggregate, to the Parquet reader.

@@ -1,4 +1,5 @@
 {{ config(hiveopt={'rules': {'prune_partitions_from_small_side': var('bench_rule', true)},
+                   'prune_fetch_values': var('bench_fetch', true),
                    'sorted_keys': {'pruning_bench.sales_sorted': ['customer_id']}}) }}
 -- Unpartitioned fact sorted by customer_id, joined to a big dimension filtered to many customers
 -- (more keys than the list bound: a range), too big to broadcast: a sort-merge join.
