@@ -273,7 +273,9 @@ def last_stage(estimator: Estimator, scope: Scope, broadcast_threshold_bytes: fl
         if not keys:
             return Stage(Estimate.absent(), None, "a join without an equality (not modelled)")
         if right_bytes.value <= broadcast_threshold_bytes:
-            pass  # broadcast: its exchange is reused, the streamed side's stage goes on
+            # Broadcast: its exchange is reused, the streamed side's stage goes on; an inner
+            # broadcast join's output is also partitioned on the build side's equal keys.
+            acc = Stage(acc.cost, _expanded(acc.partitioned_on, keys), acc.redone)
         elif len(joined) == 1 and acc_bytes.value <= broadcast_threshold_bytes:
             acc = right  # the left relation is broadcast, the right one streams
         else:
@@ -325,6 +327,12 @@ def _join_keys(predicates: List[exp.Expression], left: List[str], right: str) ->
         if (a.table in left and b.table == right) or (b.table in left and a.table == right):
             keys.append(frozenset({f"{a.table}.{a.name}".lower(), f"{b.table}.{b.name}".lower()}))
     return tuple(keys)
+
+
+def _expanded(partitioned_on: Optional[Tuple[FrozenSet[str], ...]], keys: Tuple[FrozenSet[str], ...]):
+    if not partitioned_on:
+        return partitioned_on
+    return tuple(part.union(*[key for key in keys if part & key]) for part in partitioned_on)
 
 
 def _covered(partitioned_on: Tuple[FrozenSet[str], ...], keys: Tuple[FrozenSet[str], ...]) -> bool:
