@@ -32,6 +32,19 @@ def _sales():
     return rows
 
 
+def _orders():
+    rng = random.Random(12)
+    rows = [(order, rng.choice([1, 2, 3, 4, 5, 6, 7, 8, None]), rng.choice(["EU", "US", None])) for order in range(1, 61)]
+    rows += [(5, 2, "EU"), (None, 3, "EU"), (None, None, "US")]  # a duplicate order id, NULL order ids
+    return rows
+
+
+def _lines():
+    rng = random.Random(13)
+    rows = [(rng.choice(list(range(1, 66)) + [None]), float(rng.choice([1, 2.5, 7, 10, 40]))) for _ in range(300)]
+    return rows + rows[:20]  # duplicate rows; ids 61-65 have no order, some orders no line
+
+
 @pytest.fixture(scope="module")
 def corr_tables(spark):
     schema = load_sets()["corr"]["schema"]["corr"]
@@ -41,6 +54,8 @@ def corr_tables(spark):
         "stores": [(1, "EU"), (2, "EU"), (3, None), (4, "US"), (5, "EU")],
         "items": [(i, f"b{i % 3}") for i in range(10)] + [(None, "b1")],
         "t1": [(k, float(v), "x") for k, v in [(1, 2), (1, 4), (2, 3), (None, 9), (None, 1), (3, 3), (3, 3)]],
+        "orders": _orders(),
+        "lines": _lines(),
     }
     for table, rows in data.items():
         ddl = ", ".join(f"`{c}` {t}" for c, t in schema[table].items())
@@ -48,7 +63,7 @@ def corr_tables(spark):
     return spark
 
 
-def _scans(spark, sql, table="sales"):
+def _scans(spark, sql, table=r"\w+"):
     plan = spark.sql(sql)._jdf.queryExecution().executedPlan().toString()
     return len(re.findall(rf"(?:FileScan|Scan) \w+ spark_catalog\.corr\.{table}\b", plan))
 
@@ -79,13 +94,13 @@ def test_null_keys_of_a_correlated_scalar_subquery(corr_tables):
     aggregate of the other NULL-key rows: the window's CASE keeps that."""
     spark = corr_tables
     case = next(c for c in load_cases("merge_correlated_aggregates") if c.title.startswith("TPC-DS q1 shape"))
-    subquery = "(SELECT 1.2 * AVG(t2.total) FROM totals t2 WHERE t2.region = t1.region)"
+    subquery = "(SELECT 1.2 * AVG(t2.total) FROM ototals t2 WHERE t2.customer = t1.customer)"
     sql = case.sql.replace(f"WHERE t1.total > {subquery}", f"WHERE COALESCE(t1.total > {subquery}, TRUE)")
     assert sql != case.sql
     result = optimize(sql, context_for(case, only_rule=case.rule))
     assert result.fired_rules == ["merge_correlated_aggregates"]
     expected = Counter(rows_of(spark, sql))
     assert Counter(rows_of(spark, result.sql)) == expected
-    null_region = spark.sql("SELECT COUNT(*) AS n FROM corr.sales s JOIN corr.stores st ON s.store = st.store "
-                            "WHERE st.region IS NULL").collect()[0].n
-    assert null_region > 0
+    null_customer = spark.sql("SELECT COUNT(*) AS n FROM corr.lines l JOIN corr.orders o ON l.order_id = o.order_id "
+                              "WHERE o.customer IS NULL").collect()[0].n
+    assert null_customer > 0

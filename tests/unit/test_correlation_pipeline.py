@@ -38,3 +38,27 @@ def test_a_query_a_correlation_rule_rewrote_is_left_alone_by_the_skew_rule():
     result = run(SIBLINGS, rules={name: False for name in pipeline.CORRELATION_RULES})
     runs = {r.rule: r for r in result.rules}
     assert not any(d.reason.startswith("merge_") for d in runs["rewrite_skew_joins"].decisions)
+
+
+def _correlated_decision(title_start):
+    from helpers.fixtures import context_for, load_cases
+
+    (case,) = [c for c in load_cases("merge_correlated_aggregates") if c.title.startswith(title_start)]
+    result = optimize(case.sql, context_for(case, only_rule=case.rule))
+    (run_,) = [r for r in result.rules if r.rule == case.rule]
+    (decision,) = run_.decisions
+    return decision
+
+
+def test_the_window_rule_records_what_spark_would_redo_with_exchange_reuse():
+    """Fired: the input's aggregate sits on its sort-merge join (no exchange between them), so a
+    second read redoes the join's sorts and the aggregate. Not fired: the input ends in an
+    aggregate behind an exchange that Spark reuses; the record says so."""
+    fired = _correlated_decision("TPC-DS q1 shape over an input whose aggregate sits on its sort-merge join")
+    assert fired.fired and fired.details["redone"].startswith("the sort-merge join of l and o")
+    assert fired.details["recompute_bytes"] > fired.details["window_shuffle_bytes"]
+    # GROUP BY o.order_id, o.customer: at most |orders| groups, not the product of the NDVs.
+    assert fired.details["input_rows"] == 10_000_000
+    skipped = _correlated_decision("TPC-DS q1 shape whose input ends in an aggregate behind a shuffle")
+    assert not skipped.fired
+    assert "only the final aggregate (Spark reuses the exchange below it)" in skipped.reason

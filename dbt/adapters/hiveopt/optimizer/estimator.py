@@ -306,13 +306,13 @@ class Estimator:
         group = select.args.get("group")
         aggregated = bool(group) or any(p.find(exp.AggFunc) for p in select.selects)
         if group:
-            rows = self.group_rows(joined, group.expressions)
+            rows = self.group_rows(joined, group.expressions, scope)
         elif aggregated and not select.args.get("distinct"):
             rows = Estimate.exact(1)
         if select.args.get("having"):
             rows = rows * DEFAULT_HAVING_SELECTIVITY
         if select.args.get("distinct"):
-            rows = self.group_rows(joined, [p.unalias() for p in select.selects])
+            rows = self.group_rows(joined, [p.unalias() for p in select.selects], scope)
         limit = select.args.get("limit")
         if limit is not None:
             ok, n = literal_value(limit.expression)
@@ -329,9 +329,11 @@ class Estimator:
                 columns[projection.alias_or_name.lower()] = ColumnEstimate(width=width, data_type=dtype)
         return RelationEstimate(rows, columns)
 
-    def group_rows(self, relation: RelationEstimate, keys: List[exp.Expression]) -> Estimate:
-        """min(product of key NDVs, input rows); without every key's NDV, the input rows (no guess)."""
-        product = Estimate.exact(1)
+    def group_rows(self, relation: RelationEstimate, keys: List[exp.Expression], scope: Optional[Scope] = None) -> Estimate:
+        """min(product of key NDVs, input rows); without every key's NDV, the input rows (no guess).
+        Given the block's scope, the keys of one FROM item together have at most as many distinct
+        values as that item has rows (GROUP BY o.orderkey, o.custkey: at most |orders| groups)."""
+        per_alias: Dict[str, float] = {}
         for key in keys:
             if isinstance(key, exp.Column):
                 ndv = relation.column(f"{key.table}.{key.name}").ndv
@@ -341,7 +343,16 @@ class Estimator:
                 ndv = Estimate.absent()
             if ndv.is_absent:
                 return relation.rows
-            product = product * ndv.value
+            owner = key.table if isinstance(key, exp.Column) else ""
+            per_alias[owner] = per_alias.get(owner, 1.0) * ndv.value
+        product = Estimate.exact(1)
+        for owner, value in per_alias.items():
+            if scope is not None and owner and owner in scope.selected_sources:
+                where = scope.expression.args.get("where")
+                item_rows = self.filtered_source(scope, owner, conjuncts(where.this if where else None)).rows
+                if not item_rows.is_absent:
+                    value = min(value, item_rows.value)
+            product = product * value
         return product.capped(relation.rows) if not relation.rows.is_absent else relation.rows
 
     # -- join blocks --------------------------------------------------------------------------
