@@ -48,13 +48,22 @@ def tables(spark):
 def run_with_fetch(spark, sql, materialization="table", **settings):
     """What the adapter does: plan the fetches, run them on Spark, optimize with the values."""
     settings = {"sorted_keys": {"prune_t.facts": ["k", "s"]}, **settings}  # small tables: one row group anyway
+    return _optimize(sql, materialization, lambda config, expression: {
+        f.key: fetch_small_side_values(f, config.prune_max_values, lambda text: [tuple(r) for r in spark.sql(text).collect()])
+        for f in plan_value_fetches(expression, SCHEMA, STATS, config, materialization, PARTITIONING)}, **settings)
+
+
+def run_without_fetch(sql, **settings):
+    """What the adapter does when the values cannot be fetched (Thrift, Connect, a timeout, or
+    prune_fetch_values off): the rule sees no values."""
+    return _optimize(sql, "table", lambda config, expression: {}, prune_fetch_values=False, **settings)
+
+
+def _optimize(sql, materialization, fetch, **settings):
     config = OptimizerConfig.from_dicts({"rules": {"select_join_algorithms": False, "reorder_joins": False}, **settings})
     context = OptimizerContext(schema=SCHEMA, statistics=STATS, config=config, materialization=materialization,
                                partitioning=PARTITIONING)
-    expression = prepare_query(sql, SCHEMA).expression
-    fetches = plan_value_fetches(expression, SCHEMA, STATS, config, materialization, PARTITIONING)
-    run = lambda text: [tuple(r) for r in spark.sql(text).collect()]  # noqa: E731
-    context.fetched_values = {f.key: fetch_small_side_values(f, config.prune_max_values, run) for f in fetches}
+    context.fetched_values = fetch(config, prepare_query(sql, SCHEMA).expression)
     result = optimize(sql, context)
     assert result.fallback_reason is None
     (rule,) = [r for r in result.rules if r.rule == RULE]
@@ -168,18 +177,6 @@ def test_describe_reads_partition_columns(tables):
     assert info("prune_t.facts").partition_columns == []
 
 
-def run_without_fetch(spark, sql, **settings):
-    """What the adapter does when the values cannot be fetched (Thrift, Connect, a timeout, or
-    prune_fetch_values off): the rule sees no values."""
-    config = OptimizerConfig.from_dicts({"rules": {"select_join_algorithms": False, "reorder_joins": False},
-                                         "prune_fetch_values": False, **settings})
-    context = OptimizerContext(schema=SCHEMA, statistics=STATS, config=config, materialization="table",
-                               partitioning=PARTITIONING)
-    result = optimize(sql, context)
-    assert result.fallback_reason is None
-    (rule,) = [r for r in result.rules if r.rule == RULE]
-    return result, rule
-
 
 SEMI_JOIN = {
     "int key with NULL and duplicate keys, aggregated by it": (
@@ -198,7 +195,7 @@ SEMI_JOIN = {
 @pytest.mark.parametrize("title", list(SEMI_JOIN))
 def test_without_values_a_broadcast_semi_join_goes_below_the_aggregate(tables, title):
     sql = SEMI_JOIN[title]
-    result, rule = run_without_fetch(tables, sql, sorted_keys={})
+    result, rule = run_without_fetch(sql, sorted_keys={})
     assert rule.fired, [d.reason for d in rule.decisions]
     assert any("semi-join filter below the aggregate" in d.reason for d in rule.decisions if d.fired)
     expected = Counter(rows_of(tables, sql))
@@ -215,7 +212,7 @@ def test_without_values_a_broadcast_semi_join_goes_below_the_aggregate(tables, t
 
 def test_without_values_a_fact_read_as_is_is_left_to_spark(tables):
     sql = "SELECT f.k, f.v, d.c FROM prune_t.facts f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'"
-    result, rule = run_without_fetch(tables, sql, sorted_keys={"prune_t.facts": ["k"]})
+    result, rule = run_without_fetch(sql, sorted_keys={"prune_t.facts": ["k"]})
     assert not rule.fired and result.sql == sql
     assert any("no faster where the big side is read as is" in d.reason for d in rule.decisions), \
         [d.reason for d in rule.decisions]

@@ -208,12 +208,11 @@ class HiveoptAdapter(SparkAdapter):
                 if stats is not None:
                     statistics.put(name, stats)
         fetched: Dict[str, FetchedValues] = {}
-        if prepared is not None:
+        if prepared is not None and config.prune_fetch_values:
             # Partition pruning's pre-pass: the optimizer says which small-side keys to fetch.
             # Without a fetch (prune_fetch_values off) the rule writes semi-join filters where they win.
             fetches = plan_value_fetches(prepared.expression, schema, statistics, config, materialization, partitioning)
-            if config.prune_fetch_values:
-                fetched = {fetch.key: self._fetch_values(fetch, config, label) for fetch in fetches}
+            fetched = {fetch.key: self._fetch_values(fetch, config, label) for fetch in fetches}
         context = OptimizerContext(schema=schema, statistics=statistics, config=config, model=label,
                                    materialization=materialization, bucketing=bucketing,
                                    partitioning=partitioning, fetched_values=fetched)

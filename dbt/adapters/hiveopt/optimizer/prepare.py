@@ -33,6 +33,12 @@ _ORIGINAL_NAME = "hiveopt_original_name"
 NONDETERMINISTIC_FUNCTIONS = {"rand", "random", "randn", "uuid", "shuffle", "monotonically_increasing_id"}
 
 
+def deterministic(node: exp.Expression) -> bool:
+    """No non-deterministic function anywhere under `node`: two evaluations give the same rows."""
+    return not any(f.name.lower() in NONDETERMINISTIC_FUNCTIONS or f.sql_name().lower() in NONDETERMINISTIC_FUNCTIONS
+                   for f in node.find_all(exp.Func))
+
+
 class UnsupportedQuery(Exception):
     """The query is outside what the optimizer handles: run the original SQL."""
 
@@ -157,17 +163,13 @@ def prepare_query(sql: str, schema: Dict[str, Dict[str, Dict[str, str]]], defaul
     working = original.copy()
     _guard_star_over_using(working)
     _pin_output_names(outermost_select(working))
-    deterministic = not any(
-        f.name.lower() in NONDETERMINISTIC_FUNCTIONS or f.sql_name().lower() in NONDETERMINISTIC_FUNCTIONS
-        for f in working.find_all(exp.Func)
-    )
     try:
         qualified = qualify(
             working,
             schema=schema,
             dialect=DIALECT,
             db=default_db,
-            expand_alias_refs=deterministic,
+            expand_alias_refs=deterministic(working),
             quote_identifiers=False,
             identify=False,
             validate_qualify_columns=True,

@@ -22,7 +22,7 @@ from sqlglot.optimizer.scope import Scope
 
 from dbt.adapters.hiveopt.optimizer.cost_model import AGGREGATE_BYTE_COST, RESORT_BYTE_COST, SCAN_BYTE_COST
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator, RelationEstimate, aliases_of, conjuncts, equi_pair, nested_join
-from dbt.adapters.hiveopt.optimizer.prepare import NONDETERMINISTIC_FUNCTIONS
+from dbt.adapters.hiveopt.optimizer.prepare import deterministic
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate
 
 # Aggregates whose value over a window partition equals their value over the group, and that
@@ -67,13 +67,6 @@ def block_conjuncts(select: exp.Select) -> List[exp.Expression]:
     for join in select.args.get("joins") or []:
         out += conjuncts(join.args.get("on"))
     return out
-
-
-def deterministic(node: exp.Expression) -> bool:
-    return not any(
-        f.name.lower() in NONDETERMINISTIC_FUNCTIONS or f.sql_name().lower() in NONDETERMINISTIC_FUNCTIONS
-        for f in node.find_all(exp.Func)
-    )
 
 
 def aggregate_shape_problem(select: exp.Select, where: str) -> Optional[str]:

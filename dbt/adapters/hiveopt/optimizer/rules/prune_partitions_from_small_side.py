@@ -73,7 +73,8 @@ from dbt.adapters.hiveopt.optimizer.estimator import (
     equi_pair,
     nested_join,
 )
-from dbt.adapters.hiveopt.optimizer.prepare import NONDETERMINISTIC_FUNCTIONS
+from dbt.adapters.hiveopt.optimizer.literals import base_type, literal_for
+from dbt.adapters.hiveopt.optimizer.prepare import deterministic
 
 # Builds that run now; anything else (views, ephemeral) is a stored or inlined definition.
 BUILDS_THAT_RUN_NOW = ("table", "incremental")
@@ -281,7 +282,7 @@ def _candidate(scope: Scope, label: str, join: exp.Join, big_key: exp.Column, sm
         return None
     big_type = lowered.get(table, {}).get(column, "")
     small_type = lowered.get(small_trace[0], {}).get(small_trace[1], "")
-    big_kind, small_kind = _LITERAL_KINDS.get(_base(big_type)), _LITERAL_KINDS.get(_base(small_type))
+    big_kind, small_kind = _LITERAL_KINDS.get(base_type(big_type)), _LITERAL_KINDS.get(base_type(small_type))
     if big_kind is None or big_kind != small_kind or (big_kind == "decimal" and big_type != small_type):
         log.skipped(f"key types {big_type or '?'} and {small_type or '?'}: only equal integral, decimal, string or date keys are written as literals", **details)
         return None
@@ -415,8 +416,7 @@ def _deterministic(node: exp.Expression, with_: Optional[exp.With]) -> bool:
     bodies = [node]
     if with_ is not None and isinstance(node, exp.Table) and not node.db:
         bodies += [cte.this for cte in with_.expressions if cte.alias_or_name == node.name]
-    return not any(f.name.lower() in NONDETERMINISTIC_FUNCTIONS or f.sql_name().lower() in NONDETERMINISTIC_FUNCTIONS
-                   for body in bodies for f in body.find_all(exp.Func))
+    return all(deterministic(body) for body in bodies)
 
 
 def _inner(join: exp.Join) -> bool:
@@ -425,8 +425,7 @@ def _inner(join: exp.Join) -> bool:
 
 def _local(predicate: exp.Expression, alias: str) -> bool:
     return (aliases_of(predicate) == {alias} and predicate.find(exp.Query) is None
-            and not any(f.name.lower() in NONDETERMINISTIC_FUNCTIONS or f.sql_name().lower() in NONDETERMINISTIC_FUNCTIONS
-                        for f in predicate.find_all(exp.Func)))
+            and deterministic(predicate))
 
 
 def _relation_node(select: exp.Select, alias: str) -> Optional[exp.Expression]:
@@ -440,7 +439,7 @@ def _relation_node(select: exp.Select, alias: str) -> Optional[exp.Expression]:
 
 def _predicate(candidate: _Candidate, fetched: FetchedValues, statistics, config: OptimizerConfig):
     """(predicate, kind, None) to inject, or (None, None, why not)."""
-    kind = _LITERAL_KINDS[_base(candidate.big_type)]
+    kind = _LITERAL_KINDS[base_type(candidate.big_type)]
     key = exp.column(candidate.big_key.name, table=candidate.big_alias)
     if fetched.values is not None and len([v for v in fetched.values if v is not None]) <= config.prune_max_values:
         values = sorted({v for v in fetched.values if v is not None}, key=_sort_key)
@@ -452,11 +451,11 @@ def _predicate(candidate: _Candidate, fetched: FetchedValues, statistics, config
         if share > MAX_KEY_FRACTION:
             return None, None, (f"the small side holds {len(values)} key values, about {min(share, 1):.0%} of the key's "
                                 f"{candidate.details['big_ndv']} distinct values: too little to prune")
-        literals = [_literal(v, kind) for v in values]
+        literals = [_literal(v, kind, candidate.big_type) for v in values]
         if any(lit is None for lit in literals):
             return None, None, f"a fetched value does not fit the key's type ({kind}): left to Spark"
         return exp.In(this=key, expressions=literals), f"an IN-list of {len(values)} values", None
-    low, high = _literal(fetched.low, kind), _literal(fetched.high, kind)
+    low, high = _literal(fetched.low, kind, candidate.big_type), _literal(fetched.high, kind, candidate.big_type)
     if fetched.low is None or low is None or high is None:
         return _semi_join(candidate, "more values than the list bound and no usable min/max")
     column = statistics.get(candidate.big_table).column(candidate.details["big_column"])
@@ -486,19 +485,16 @@ def _semi_join(candidate: _Candidate, why: str):
             f"a semi-join filter below the aggregate ({why})", None)
 
 
-def _literal(value: Any, kind: str) -> Optional[exp.Expression]:
-    """An AST literal of the key's type: never text glued into SQL."""
-    if kind == "integral" and isinstance(value, int) and not isinstance(value, bool):
-        return exp.Literal.number(str(value))
-    if kind == "decimal" and isinstance(value, (int, decimal.Decimal)) and not isinstance(value, bool):
-        if isinstance(value, decimal.Decimal) and not value.is_finite():
-            return None
-        return exp.Literal.number(str(value))
-    if kind == "string" and isinstance(value, str):
-        return exp.Literal.string(value)
-    if kind == "date" and isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
-        return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.build("date"))
-    return None
+def _literal(value: Any, kind: str, data_type: str) -> Optional[exp.Expression]:
+    """An AST literal of the key's type (literals.literal_for), only for a fetched value whose
+    Python type is the key's own: a value of another type is never coerced into the list."""
+    if value is None or isinstance(value, bool):
+        return None
+    fits = {"integral": isinstance(value, int),
+            "decimal": isinstance(value, int) or (isinstance(value, decimal.Decimal) and value.is_finite()),
+            "string": isinstance(value, str),
+            "date": isinstance(value, datetime.date) and not isinstance(value, datetime.datetime)}
+    return literal_for(value, data_type) if fits.get(kind) else None
 
 
 def _sort_key(value: Any):
@@ -531,10 +527,6 @@ def _range_fraction(low: Any, high: Any, col_min: Any, col_max: Any) -> Optional
     if cmax <= cmin:
         return None
     return max(0.0, min(1.0, (hi - lo) / (cmax - cmin)))
-
-
-def _base(data_type: str) -> str:
-    return (data_type or "").split("(")[0].split("<")[0].strip().lower()
 
 
 def _mb(value: Optional[float]) -> str:

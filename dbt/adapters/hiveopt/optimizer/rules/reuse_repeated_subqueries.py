@@ -28,7 +28,8 @@ from typing import Dict, List
 from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
-from dbt.adapters.hiveopt.optimizer.rules.correlation import deterministic, normalized
+from dbt.adapters.hiveopt.optimizer.prepare import deterministic
+from dbt.adapters.hiveopt.optimizer.rules.correlation import normalized
 
 LEFT_TO_SPARK = ("left to Spark, which inlines it and reuses identical exchanges (ReusedExchange); a SELECT cannot "
                  "materialize it, and no rewrite measured faster")
