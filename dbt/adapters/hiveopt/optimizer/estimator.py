@@ -383,9 +383,17 @@ class Estimator:
             first_node, joins = select.args.get("from_").this, select.args.get("joins") or []
         acc = self.relation_in_join(scope, first_node, where_conjuncts)
         steps = [acc]
+        joined = {first_node.alias_or_name}
         for join in joins or []:
+            alias = join.this.alias_or_name
             right = self.relation_in_join(scope, join.this, where_conjuncts)
-            acc = self.join(acc, right, join.this.alias_or_name, join, conjuncts(join.args.get("on")))
+            on = conjuncts(join.args.get("on"))
+            if not join.side and (join.kind or "").upper() in ("", "INNER", "CROSS"):
+                # A comma join's keys are in WHERE: FROM a, b WHERE a.k = b.k is a join on k.
+                on += [p for p in where_conjuncts if _equi_pair(p) and alias in _aliases_of(p)
+                       and _aliases_of(p) - {alias} <= joined]
+            acc = self.join(acc, right, alias, join, on)
+            joined.add(alias)
             steps.append(acc)
         return steps
 
