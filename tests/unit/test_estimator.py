@@ -51,6 +51,13 @@ def test_join_uses_the_larger_ndv():
     assert rows("SELECT t.k FROM db.t JOIN db.u ON t.k = u.k").value == pytest.approx(1000 * 50 / 100)
 
 
+def test_comma_join_keys_in_where_join_the_relations():
+    """FROM a, b WHERE a.k = b.k is the join on k, not the cross product the WHERE then filters."""
+    explicit = rows("SELECT t.k FROM db.t JOIN db.u ON t.k = u.k").value
+    assert rows("SELECT t.k FROM db.t, db.u WHERE t.k = u.k").value == pytest.approx(explicit)
+    assert rows("SELECT t.k FROM db.t, db.u").value == 1000 * 50
+
+
 def test_group_by_is_capped_by_ndv():
     assert rows("SELECT s, COUNT(*) AS c FROM db.t GROUP BY s").value == 10
     assert rows("SELECT COUNT(*) AS c FROM db.t").value == 1
