@@ -88,3 +88,25 @@ def test_values_with_quotes_are_stored_as_literals(spark):
     assert state == "current"
     assert dict(stats.column("s").heavy_hitters)["it's"] == 2
     assert "back\\slash" in dict(stats.column("s").heavy_hitters)
+
+
+def test_a_store_of_many_files_is_compacted_on_load(spark):
+    """Each save appends a file; a run's first model waits for reading them all, so a load that
+    finds more than COMPACT_AFTER_FILES rewrites the store with the latest row per table."""
+    from dbt.adapters.hiveopt.statistics_service import COMPACT_AFTER_FILES
+
+    schema = "hiveopt_test_compact"
+    spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
+    spark.sql("CREATE DATABASE IF NOT EXISTS st")
+    spark.sql("CREATE TABLE IF NOT EXISTS st.small USING parquet AS SELECT id FROM range(10)")
+    writer = service(spark, schema)
+    for _ in range(COMPACT_AFTER_FILES + 2):
+        writer.gather("st.small")
+    files = f"SELECT COUNT(DISTINCT f) AS n FROM (SELECT input_file_name() AS f FROM {schema}.statistics)"
+    assert spark.sql(files).collect()[0].n > COMPACT_AFTER_FILES
+    stats, state = service(spark, schema).current("st.small")
+    assert state == "current" and stats.row_count.value == 10
+    assert spark.sql(files).collect()[0].n <= 2
+    assert spark.sql(f"SELECT COUNT(*) AS n FROM {schema}.statistics").collect()[0].n == 1
+    again, _ = service(spark, schema).current("st.small")
+    assert again.row_count.value == 10 and again.fingerprint == stats.fingerprint

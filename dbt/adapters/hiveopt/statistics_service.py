@@ -33,8 +33,11 @@ Execute = Callable[[str], List[Tuple[Any, ...]]]
 
 DEFAULT_STATS_SCHEMA = "hiveopt"
 STATS_TABLE = "statistics"
-# The store is append-only; past this many superseded rows a run rewrites it with the latest only.
+# The store is append-only (each save writes a file); past this many superseded rows, or files, a
+# run rewrites it with the latest rows only. Files because the run's first model waits for the
+# read: 126 one-row files took 0.64 s to collect on a warm local session, one file 0.21 s.
 COMPACT_AFTER_SUPERSEDED_ROWS = 200
+COMPACT_AFTER_FILES = 16
 DEFAULT_HEAVY_HITTERS = 10
 DEFAULT_HISTOGRAM_BUCKETS = 32
 # approx_percentile accuracy: 1/accuracy is the relative rank error (Spark's default is 10000).
@@ -235,10 +238,12 @@ class StatisticsService:
         if self._store_loaded:
             return
         self._ensure_store()
-        query = exp.select("table_name", "fingerprint", "saved_at", "payload").from_(self.store_table)
+        query = exp.select("table_name", "fingerprint", "saved_at", "payload",
+                           exp.func("input_file_name")).from_(self.store_table)
         rows = self.execute(query.sql(DIALECT))
         latest: Dict[str, Tuple[str, Any, Any]] = {}
-        for table_name, fingerprint, saved_at, payload in rows:
+        files = {row[4] for row in rows}
+        for table_name, fingerprint, saved_at, payload, _file in rows:
             key = str(table_name)
             if key not in latest or str(saved_at) > latest[key][0]:
                 latest[key] = (str(saved_at), fingerprint, payload)
@@ -249,7 +254,7 @@ class StatisticsService:
                     stats.fingerprint = str(fingerprint)
                     self._stats[key] = stats
             self._store_loaded = True
-        if len(rows) - len(latest) > COMPACT_AFTER_SUPERSEDED_ROWS:
+        if len(rows) - len(latest) > COMPACT_AFTER_SUPERSEDED_ROWS or len(files) > COMPACT_AFTER_FILES:
             self._compact([(k, v[0], v[1], v[2]) for k, v in latest.items()])
 
     def _compact(self, rows: List[Tuple[Any, ...]]) -> None:
