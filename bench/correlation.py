@@ -1,6 +1,7 @@
 """Correlation benchmark: the Hive Correlation Optimizer's two examples over 10M-row tables, TPC-H
 Q17, Q2, Q20, an aggregate over an expensive input (TPC-DS q1's shape, and Hive's example 1 over
-it), and sibling aggregations (TPC-DS q28's shape, and two per-key aggregates joined on the key),
+it), and sibling aggregations (TPC-DS q28's shape, with and without its DISTINCT counts, q9's scalar
+subqueries, and two per-key aggregates joined on the key),
 and a CTE read twice (TPC-DS q95's shape), run by plain dbt-spark, by hiveopt with the
 correlation rules off, and by hiveopt, in the same process and warm SparkSession, alternating,
 medians of N rounds. Two timings per query: the dbt model (CTAS; hiveopt's includes its
@@ -37,6 +38,8 @@ QUERIES = {
     "corr_expensive_reused": ("input behind a reused exchange, q1", "keep"),
     "corr_siblings_scalar": ("siblings, TPC-DS q28 shape", "fire"),
     "corr_siblings_key": ("siblings joined on their key, 10M rows", "fire"),
+    "corr_siblings_distinct": ("siblings with DISTINCT, TPC-DS q28", "fire"),
+    "corr_siblings_q9": ("scalar subqueries, TPC-DS q9 shape", "fire"),
     "corr_repeated_cte": ("CTE read twice, TPC-DS q95 shape", "keep"),
 }
 CORRELATION_RULES = ("merge_correlated_aggregates", "merge_sibling_aggregates")

@@ -397,6 +397,38 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
     return reason, dict(relation=relations, outer=chosen, keys=key_names, **figures), plan
 
 
+def _null_supplying_join(select: exp.Select, s_alias: str):
+    """None when every join of the block is inner; the LEFT JOIN that brings in FROM item `s_alias`
+    when that is the block's only other join (Hive merges an aggregate on the null-supplying side
+    of a LEFT OUTER JOIN with the preserved table); else why not."""
+    found = None
+    for join in select.args.get("joins") or []:
+        side, kind = (join.side or "").upper(), (join.kind or "").upper()
+        plain = not side and kind in ("", "INNER", "CROSS") and not join.args.get("using") and not join.args.get("method")
+        if plain:
+            continue
+        if side == "LEFT" and kind in ("", "OUTER") and join.this.alias_or_name == s_alias and not join.args.get("using"):
+            found = join
+            continue
+        what = " ".join(p for p in (side, kind, "JOIN") if p)
+        return f"the outer block has a {what}: which rows survive is not the inner join's (or the aggregate's LEFT JOIN)"
+    return found
+
+
+def _inner_conjuncts(select: exp.Select) -> List[exp.Expression]:
+    """WHERE and the ON conjuncts of the inner joins (a LEFT JOIN's ON does not filter the block)."""
+    where = select.args.get("where")
+    out = conjuncts(where.this if where else None)
+    for join in select.args.get("joins") or []:
+        if not join.side:
+            out += conjuncts(join.args.get("on"))
+    return out
+
+
+def _item_index(select: exp.Select, alias: str) -> int:
+    return next(i for i, item in enumerate(from_items(select)) if item.alias_or_name == alias)
+
+
 def _null_for_null_keys(value: exp.Expression, alias: str, keys: List[str]) -> exp.Expression:
     return exp.Case(ifs=[exp.If(this=exp.or_(*[exp.column(k, table=alias).is_(exp.null()) for k in keys]),
                                 true=exp.null())], default=value)
@@ -597,13 +629,15 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
     problem = _aggregate_problem(aggregates, allow_count=True)
     if problem:
         return problem
-    join = non_inner_join(select)
-    if join:
-        return f"the outer block has a {join}: Hive's rule (and ours) merges inner joins only here"
-    outer_conjuncts = block_conjuncts(select)
+    outer_join = _null_supplying_join(select, s_alias)
+    if isinstance(outer_join, str):
+        return outer_join
+    outer_conjuncts = block_conjuncts(select) if outer_join is None else _inner_conjuncts(select)
     for alias in same:
+        if outer_join is not None and _item_index(select, alias) > _item_index(select, s_alias):
+            continue  # the aggregate must be the null-supplying side: T LEFT JOIN agg(T)
         equalities = {}
-        for predicate in outer_conjuncts:
+        for predicate in outer_conjuncts + (conjuncts(outer_join.args.get("on")) if outer_join is not None else []):
             if isinstance(predicate, exp.EQ) and isinstance(predicate.this, exp.Column) and isinstance(predicate.expression, exp.Column):
                 a, b = predicate.this, predicate.expression
                 if a.table == alias:
@@ -614,6 +648,11 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
             break
     else:
         return "not joined back to the same relation on every grouping key"
+    if outer_join is not None:
+        on = conjuncts(outer_join.args.get("on"))
+        if len(on) != len(equalities) or any(all(p is not e for e in equalities.values()) for p in on):
+            return ("the LEFT JOIN's ON clause has more than the key equalities: a row failing it keeps NULLs, "
+                    "which a window cannot tell")
     where = inner.args.get("where")
     local = conjuncts(where.this if where else None)
     problem = _filters_covered(local, inner_alias, outer_conjuncts, alias, key_names)
@@ -629,7 +668,10 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
         names = fresh_names(expression, len(windowed))
         windows = [(n, _windowed(body, inner_alias, alias, key_names)) for n, (_, body) in zip(names, windowed)]
         filters = [renamed(p, inner_alias, alias) for p in local]
-        filters += [exp.column(k, table=alias).is_(exp.null()).not_() for k in key_names]  # the inner join drops NULL keys
+        if outer_join is None:  # the inner join drops NULL keys
+            filters += [exp.column(k, table=alias).is_(exp.null()).not_() for k in key_names]
+        else:  # the LEFT JOIN keeps them, with NULL aggregates (the key columns are NULL already)
+            windows = [(n, _null_for_null_keys(w, alias, key_names)) for n, w in windows]
         block = _window_block(inner.args["from_"].this, alias, columns, windows, filters)
         _item(select, alias).replace(block)
         drop_conjuncts(select, list(equalities.values()))

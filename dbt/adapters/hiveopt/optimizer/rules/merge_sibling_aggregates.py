@@ -14,9 +14,15 @@ Conjuncts every sibling shares stay in WHERE, the rest become FILTER clauses, an
 their OR (rows no sibling reads are not read). Per key, the inner join keeps only keys every
 sibling has, and no NULL key: the merged block filters NULL keys and keeps a group only when
 each sibling's own rows are in it (HAVING COUNT(*) FILTER (WHERE Ri) > 0). Each aggregate sees
-exactly the rows it saw before; an empty sibling still yields its one row (scalar case). Not
-merged: HAVING, LIMIT, DISTINCT (rows or aggregates), windows, nested subqueries, FILTER
-clauses already there, non-deterministic expressions, outer joins in the block.
+exactly the rows it saw before; an empty sibling still yields its one row (scalar case). DISTINCT aggregates take FILTER clauses
+too (Spark carries each filter as a flag of one Expand; measured with three 1M-row ranges of a
+10M-row table: 1.15x with a nearly unique column, 2.2x with 1000 distinct values). Not merged:
+HAVING, LIMIT, SELECT DISTINCT, windows, nested subqueries, FILTER clauses already there,
+non-deterministic expressions, outer joins in the block.
+
+Uncorrelated scalar subqueries of one block over the same input with different filters (TPC-DS
+q9) keep their places: they get the shared WHERE and FILTER clauses, and Spark's own
+MergeScalarSubqueries computes them in one scan (see `_widen_scalar_siblings`).
 
 Measured here (issue 4): two GROUP BY aggregates of one 10M-row table joined on their key ran
 5.4 s, one aggregate with FILTER clauses 3.3 s; the input is read once instead of once per
@@ -86,7 +92,68 @@ def merge_sibling_aggregates(expression: exp.Expression, schema, statistics, con
     for _ in range(MAX_REWRITES):
         if not _merge_once(expression, schema, statistics, config, log, decided):
             break
+    _widen_scalar_siblings(expression, log)
     return expression
+
+
+def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog) -> None:
+    """Uncorrelated scalar subqueries of one block that aggregate the same input under different
+    filters (TPC-DS q9): each keeps its place, its filter moves into FILTER clauses and its WHERE
+    becomes the siblings' shared one. Spark's MergeScalarSubqueries then computes them in one scan
+    (it merges scalar subqueries over identical plans only; its symmetric filter propagation that
+    would merge them as written is off by default). Measured: 15 subqueries of 5 filters over a
+    10M-row table, 1.44 s as written, 0.70 s widened (one subquery in the final plan)."""
+    for scope in traverse_scope(expression):
+        groups: Dict[str, List[exp.Select]] = {}
+        for sub in scope.subquery_scopes:
+            inner = sub.expression
+            wrapper = inner.parent
+            if (sub.is_correlated_subquery or not isinstance(inner, exp.Select) or not isinstance(wrapper, exp.Subquery)
+                    or isinstance(wrapper.parent, (exp.In, exp.Any, exp.All, exp.Exists)) or not inner.args.get("from_")
+                    or len(inner.selects) != 1 or not inner.selects[0].find(exp.AggFunc) or inner.args.get("group")):
+                continue
+            joins = inner.args.get("joins") or []
+            groups.setdefault(" ".join(normalized(n) for n in [inner.args["from_"], *joins]), []).append(inner)
+        for members in groups.values():
+            label = f"scalar subqueries over {normalized(members[0].args['from_'].this)}"
+            # Spark merges a DISTINCT aggregate with the others of its filter as written, but not
+            # once it carries a FILTER clause: that filter's subqueries stay as they are.
+            if len(members) < 2:
+                continue
+            distinct_filters = {_where_sql(m) for m in members if m.find(exp.Distinct)}
+            members = [m for m in members if _where_sql(m) not in distinct_filters]
+            filters = {_where_sql(m) for m in members}
+            if len(filters) < 2:
+                reason = ("sibling scalar subqueries with the same filter: Spark's MergeScalarSubqueries merges them "
+                          "as written")
+                if distinct_filters:
+                    reason = ("the other filters' subqueries hold DISTINCT aggregates: Spark merges those with their own "
+                              "filter's siblings as written, not once they carry a FILTER clause")
+                log.skipped(reason, candidate=label, subqueries=len(members))
+                continue
+            problem = next((p for p in (_problem(m) for m in members) if p), None)
+            if problem:
+                log.skipped(problem, candidate=label)
+                continue
+            all_conjuncts = [conjuncts(m.args["where"].this) if m.args.get("where") else [] for m in members]
+            common_sql = set.intersection(*[{normalized(c) for c in cs} for cs in all_conjuncts])
+            common = [c.copy() for c in all_conjuncts[0] if normalized(c) in common_sql]
+            rests = []
+            for cs in all_conjuncts:
+                rest = [c.copy() for c in cs if normalized(c) not in common_sql]
+                rests.append(exp.and_(*rest) if rest else None)
+            where = list(common)
+            if all(r is not None for r in rests):
+                distinct = {normalized(r): r for r in rests}  # siblings of one filter share it
+                where.append(exp.or_(*[r.copy() for r in distinct.values()]))
+            for member, rest in zip(members, rests):
+                projection = member.selects[0]
+                body = _with_filter(projection.unalias(), rest)
+                member.set("expressions", [exp.alias_(body, projection.alias) if isinstance(projection, exp.Alias) else body])
+                member.set("where", exp.Where(this=exp.and_(*[w.copy() for w in where])) if where else None)
+            log.fired(f"{len(members)} scalar subqueries over one input with {len(filters)} filters -> one shared WHERE "
+                      "and FILTER clauses (Spark merges them into one scan)", candidate=label, subqueries=len(members),
+                      filters=len(filters))
 
 
 def _problem(select: exp.Select) -> Optional[str]:
@@ -94,8 +161,6 @@ def _problem(select: exp.Select) -> Optional[str]:
     if problem:
         return problem
     for agg in select.find_all(exp.AggFunc):
-        if agg.find(exp.Distinct):
-            return f"DISTINCT aggregate {normalized(agg)} in a sibling (not merged)"
         if isinstance(agg.parent, exp.Filter):
             return "a FILTER clause already in a sibling aggregate"
     if not all(isinstance(k, exp.Column) for k in (select.args["group"].expressions if select.args.get("group") else [])):
@@ -105,6 +170,10 @@ def _problem(select: exp.Select) -> Optional[str]:
         if not body.find(exp.AggFunc) and select.args.get("group") is None and body.find(exp.Column):
             return "a sibling's output reads a column outside an aggregate"
     return None
+
+
+def _where_sql(select: exp.Select) -> str:
+    return normalized(select.args["where"]) if select.args.get("where") else ""
 
 
 def _merge_once(expression, schema, statistics, config, log, decided: Set[str]) -> bool:
