@@ -27,7 +27,13 @@ B. a correlated scalar subquery over T compared with rows of T (TPC-H Q17, TPC-D
    form), and a key without a match has no outer row to compare. Measured on TPC-H SF 1 (SELECT
    alone, medians of 5): Q2 2.02 s as written, 1.01 s (1.99x); Q17 2.85 s, 0.96 s (2.96x).
 
-Valid only when: the outer block joins inner only (no outer join decides which rows survive);
+Hive's join-type rule also lets shape A's aggregate be the null-supplying side of a LEFT JOIN to
+its input (`T o LEFT JOIN (agg of T) s ON s.k = o.k`, the ON clause only the key equalities):
+every row of T finds its group but a NULL-key row, so the window keeps those rows and returns
+NULL for them. The aggregate on the preserved side is the wrong side (its NULL-key group stays).
+
+Valid only when: the outer block joins inner only, but for that LEFT JOIN (no outer join decides
+which rows survive);
 it reads the aggregate's relations with every filter and join condition of the subquery; the
 aggregate's filters are all filters of the outer relation too (the window sees exactly the
 rows the aggregate saw, and the outer rows are among them, so no group is empty), and the outer
