@@ -62,16 +62,19 @@ def generate(spark) -> None:
 
 
 def plan_counts(spark, sql: str) -> str:
-    """Scans / shuffle exchanges (+ reused exchanges) of Spark's final physical plan for `sql`: the
-    query is run once (in the JVM, rows counted there) so that adaptive execution has decided,
-    exchange reuse included."""
+    """Scans / shuffle exchanges (+ reused exchanges, and scalar subqueries run) of Spark's final
+    physical plan for `sql`: the query is run once (in the JVM, rows counted there) so that
+    adaptive execution has decided, exchange reuse included."""
     execution = spark.sql(sql)._jdf.queryExecution()
     execution.toRdd().count()
     plan = execution.executedPlan().toString().split("== Initial Plan ==")[0]  # the final plan only
     scans = len(re.findall(r"(FileScan|Scan parquet|Scan hive)", plan))
     reused = len(re.findall(r"ReusedExchange", plan))
     exchanges = len(re.findall(r"\bExchange\b", plan))
-    return f"{scans}/{exchanges}" + (f"+{reused}r" if reused else "")
+    # Scalar subqueries run (merged ones share an id); their own plans sit past the first nested
+    # "Initial Plan", so their scans are not in the counts above.
+    subqueries = len(set(re.findall(r"subquery#(\d+)", plan)))
+    return f"{scans}/{exchanges}" + (f"+{reused}r" if reused else "") + (f" {subqueries}sq" if subqueries else "")
 
 
 def query_seconds(spark, sqls: dict, rounds: int) -> dict:
