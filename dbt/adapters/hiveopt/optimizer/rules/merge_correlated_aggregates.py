@@ -27,8 +27,9 @@ B. a correlated scalar subquery over T compared with rows of T (TPC-H Q17, TPC-D
    form), and a key without a match has no outer row to compare. Measured on TPC-H SF 1 (SELECT
    alone, medians of 5): Q2 2.02 s as written, 1.01 s (1.99x); Q17 2.85 s, 0.96 s (2.96x).
 
-Hive's join-type rule also lets shape A's aggregate be the null-supplying side of a LEFT JOIN to
-its input (`T o LEFT JOIN (agg of T) s ON s.k = o.k`, the ON clause only the key equalities):
+Hive's join-type rule also lets shape A's aggregate be the null-supplying side of an outer join
+to its input (`T o LEFT JOIN (agg of T) s ON s.k = o.k`, or `(agg of T) s RIGHT JOIN T o ON ...`
+as the block's first join; the ON clause only the key equalities):
 every row of T finds its group but a NULL-key row, so the window keeps those rows and returns
 NULL for them. The aggregate on the preserved side is the wrong side (its NULL-key group stays).
 
@@ -404,21 +405,34 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
 
 
 def _null_supplying_join(select: exp.Select, s_alias: str):
-    """None when every join of the block is inner; the LEFT JOIN that brings in FROM item `s_alias`
-    when that is the block's only other join (Hive merges an aggregate on the null-supplying side
-    of a LEFT OUTER JOIN with the preserved table); else why not."""
+    """None when every join of the block is inner; the outer join that makes FROM item `s_alias`
+    its null-supplying side when that is the block's only other join (Hive merges an aggregate
+    on the null-supplying side of a LEFT OUTER JOIN, or of a RIGHT OUTER JOIN that is the block's
+    first join, with the preserved table); else why not."""
     found = None
-    for join in select.args.get("joins") or []:
+    joins = select.args.get("joins") or []
+    for i, join in enumerate(joins):
         side, kind = (join.side or "").upper(), (join.kind or "").upper()
         plain = not side and kind in ("", "INNER", "CROSS") and not join.args.get("using") and not join.args.get("method")
         if plain:
             continue
-        if side == "LEFT" and kind in ("", "OUTER") and join.this.alias_or_name == s_alias and not join.args.get("using"):
+        outer = kind in ("", "OUTER") and not join.args.get("using") and not join.args.get("method")
+        if outer and side == "LEFT" and join.this.alias_or_name == s_alias:
+            found = join
+            continue
+        if outer and side == "RIGHT" and i == 0 and select.args["from_"].this.alias_or_name == s_alias:
             found = join
             continue
         what = " ".join(p for p in (side, kind, "JOIN") if p)
-        return f"the outer block has a {what}: which rows survive is not the inner join's (or the aggregate's LEFT JOIN)"
+        return f"the outer block has a {what}: which rows survive is not the inner join's (nor an outer join that only adds the aggregate)"
     return found
+
+
+def _preserved(select: exp.Select, join: exp.Join, alias: str, s_alias: str) -> bool:
+    """Whether FROM item `alias` is the preserved side across `join` from the aggregate `s_alias`."""
+    if (join.side or "").upper() == "RIGHT":
+        return join.this.alias_or_name == alias
+    return _item_index(select, alias) < _item_index(select, s_alias)
 
 
 def _inner_conjuncts(select: exp.Select) -> List[exp.Expression]:
@@ -640,8 +654,8 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
         return outer_join
     outer_conjuncts = block_conjuncts(select) if outer_join is None else _inner_conjuncts(select)
     for alias in same:
-        if outer_join is not None and _item_index(select, alias) > _item_index(select, s_alias):
-            continue  # the aggregate must be the null-supplying side: T LEFT JOIN agg(T)
+        if outer_join is not None and not _preserved(select, outer_join, alias, s_alias):
+            continue  # the aggregate must be the null-supplying side: T LEFT JOIN agg(T), agg(T) RIGHT JOIN T
         equalities = {}
         for predicate in outer_conjuncts + (conjuncts(outer_join.args.get("on")) if outer_join is not None else []):
             if isinstance(predicate, exp.EQ) and isinstance(predicate.this, exp.Column) and isinstance(predicate.expression, exp.Column):
@@ -657,7 +671,7 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
     if outer_join is not None:
         on = conjuncts(outer_join.args.get("on"))
         if len(on) != len(equalities) or any(all(p is not e for e in equalities.values()) for p in on):
-            return ("the LEFT JOIN's ON clause has more than the key equalities: a row failing it keeps NULLs, "
+            return ("the outer join's ON clause has more than the key equalities: a row failing it keeps NULLs, "
                     "which a window cannot tell")
     where = inner.args.get("where")
     local = conjuncts(where.this if where else None)
@@ -676,7 +690,7 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
         filters = [renamed(p, inner_alias, alias) for p in local]
         if outer_join is None:  # the inner join drops NULL keys
             filters += [exp.column(k, table=alias).is_(exp.null()).not_() for k in key_names]
-        else:  # the LEFT JOIN keeps them, with NULL aggregates (the key columns are NULL already)
+        else:  # the outer join keeps them, with NULL aggregates (the key columns are NULL already)
             windows = [(n, _null_for_null_keys(w, alias, key_names)) for n, w in windows]
         block = _window_block(inner.args["from_"].this, alias, columns, windows, filters)
         _item(select, alias).replace(block)
