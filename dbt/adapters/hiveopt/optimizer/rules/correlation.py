@@ -60,12 +60,14 @@ def non_inner_join(select: exp.Select) -> Optional[str]:
     return None
 
 
-def block_conjuncts(select: exp.Select) -> List[exp.Expression]:
-    """WHERE and every ON conjunct of an all-inner block (all of them filter the same rows)."""
+def block_conjuncts(select: exp.Select, inner_only: bool = False) -> List[exp.Expression]:
+    """WHERE and every ON conjunct of an all-inner block (all of them filter the same rows); with
+    `inner_only`, the ON conjuncts of inner joins only (an outer join's ON filters no row out)."""
     where = select.args.get("where")
     out = conjuncts(where.this if where else None)
     for join in select.args.get("joins") or []:
-        out += conjuncts(join.args.get("on"))
+        if not (inner_only and join.side):
+            out += conjuncts(join.args.get("on"))
     return out
 
 
@@ -92,10 +94,16 @@ def aggregate_shape_problem(select: exp.Select, where: str) -> Optional[str]:
 
 def renamed(node: exp.Expression, old: str, new: str) -> exp.Expression:
     """A copy of `node` with columns of table alias `old` pointed at alias `new`."""
+    return renamed_all(node, {old: new})
+
+
+def renamed_all(node: exp.Expression, mapping: Dict[str, str]) -> exp.Expression:
+    """A copy of `node` with columns of each alias in `mapping` pointed at the mapped alias (at once:
+    a -> b and b -> a swap)."""
     copy = node.copy()
     for column in copy.find_all(exp.Column):
-        if column.table == old:
-            column.set("table", exp.to_identifier(new))
+        if column.table in mapping:
+            column.set("table", exp.to_identifier(mapping[column.table]))
     return copy
 
 
@@ -148,17 +156,19 @@ def replace_columns(select: exp.Select, mapping: Dict[Tuple[str, str], exp.Expre
     aliases = {a for a, _ in mapping}
     for column in list(select.find_all(exp.Column)):
         key = (column.table.lower(), column.name.lower())
-        if key not in mapping:
-            continue
-        # A subquery in between that reads its own relation of that alias shadows ours.
-        node, shadowed = column.parent, False
-        while node is not None and node is not select:
-            if isinstance(node, exp.Select) and any(item.alias_or_name in aliases for item in from_items(node)):
-                shadowed = True
-                break
-            node = node.parent
-        if not shadowed:
+        if key in mapping and not shadowed(column, select, aliases):
             column.replace(mapping[key].copy())
+
+
+def shadowed(column: exp.Column, select: exp.Select, aliases) -> bool:
+    """Whether a query between `column` and `select` reads its own relation named by one of
+    `aliases` (then the column is that relation's, not the block's)."""
+    node = column.parent
+    while node is not None and node is not select:
+        if isinstance(node, exp.Select) and any(item.alias_or_name in aliases for item in from_items(node)):
+            return True
+        node = node.parent
+    return False
 
 
 def compute_cost(estimator: Estimator, scope: Scope, broadcast_threshold_bytes: float) -> Estimate:

@@ -112,6 +112,8 @@ from dbt.adapters.hiveopt.optimizer.rules.correlation import (
     remove_item,
     recompute_after_reuse,
     renamed,
+    renamed_all,
+    shadowed,
     replace_columns,
 )
 
@@ -234,11 +236,16 @@ def _cost_decision(estimator: Estimator, inner_scope: Scope, inner_alias: str, w
 
 def _windowed(projection: exp.Expression, inner_alias: str, outer_alias: str, keys: List[str]) -> exp.Expression:
     """The projection with every aggregate computed over the window of its key."""
-    body = renamed(projection, inner_alias, outer_alias)
+    return _over(renamed(projection, inner_alias, outer_alias), [exp.column(k, table=outer_alias) for k in keys])
+
+
+def _over(body: exp.Expression, partition: List[exp.Column]) -> exp.Expression:
+    """`body` with every aggregate (not already a window) computed OVER (PARTITION BY partition)."""
+    body = body.copy()
     for agg in list(body.find_all(exp.AggFunc)):
         if agg.find_ancestor(exp.Window):
             continue
-        window = exp.Window(this=agg.copy(), partition_by=[exp.column(k, table=outer_alias) for k in keys])
+        window = exp.Window(this=agg.copy(), partition_by=[c.copy() for c in partition])
         if agg is body:
             body = window
         else:
@@ -325,7 +332,7 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
     keys = [(mapping[a], name) for a, name, _ in pairs]
     key_set = {(t.lower(), n.lower()) for t, n in keys} | {(c.table.lower(), c.name.lower()) for _, _, c in pairs}
     image = {o.lower() for o in mapping.values()}
-    renamed_local = {normalized(_renamed_many(p, mapping)) for p in local}
+    renamed_local = {normalized(renamed_all(p, mapping)) for p in local}
     extra = [c for c in outer_conjuncts if c.find(exp.Select) is None and normalized(c) not in renamed_local]
     whole_problem = None
     for predicate in extra:
@@ -344,7 +351,8 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
         if loose:
             whole_problem = (f"{type(loose[0]).__name__.upper()} over a join with {', '.join(others)} would count "
                              "their rows per key too")
-    if whole_problem is None and any(c.find(exp.Select) for c in _on_conjuncts(select)):
+    if whole_problem is None and any(j.args.get("on") is not None and j.args["on"].find(exp.Select)
+                                    for j in select.args.get("joins") or []):
         whole_problem = "a subquery in an ON clause"
     if whole_problem is None and any(isinstance(p.unalias(), exp.Star) for p in select.selects):
         whole_problem = "the outer block selects *"
@@ -393,7 +401,7 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
         (name,) = fresh_names(expression, 1)
         value = _windowed(projection, inner_alias, chosen, key_names)
         if direct:  # the subquery of a row whose key is NULL matches nothing: NULL
-            value = _null_for_null_keys(value, chosen, key_names)
+            value = _null_for_null_keys(value, [exp.column(k, table=chosen) for k in key_names])
         filters = [renamed(p, inner_alias, chosen) for p in local]
         block = _window_block(inner.args["from_"].this, chosen, columns, [(name, value)], filters)
         wrapper.replace(exp.paren(exp.column(name, table=chosen)))
@@ -435,40 +443,14 @@ def _preserved(select: exp.Select, join: exp.Join, alias: str, s_alias: str) -> 
     return _item_index(select, alias) < _item_index(select, s_alias)
 
 
-def _inner_conjuncts(select: exp.Select) -> List[exp.Expression]:
-    """WHERE and the ON conjuncts of the inner joins (a LEFT JOIN's ON does not filter the block)."""
-    where = select.args.get("where")
-    out = conjuncts(where.this if where else None)
-    for join in select.args.get("joins") or []:
-        if not join.side:
-            out += conjuncts(join.args.get("on"))
-    return out
-
-
 def _item_index(select: exp.Select, alias: str) -> int:
     return next(i for i, item in enumerate(from_items(select)) if item.alias_or_name == alias)
 
 
-def _null_for_null_keys(value: exp.Expression, alias: str, keys: List[str]) -> exp.Expression:
-    return exp.Case(ifs=[exp.If(this=exp.or_(*[exp.column(k, table=alias).is_(exp.null()) for k in keys]),
-                                true=exp.null())], default=value)
-
-
-def _on_conjuncts(select: exp.Select) -> List[exp.Expression]:
-    out: List[exp.Expression] = []
-    for join in select.args.get("joins") or []:
-        out += conjuncts(join.args.get("on"))
-    return out
-
-
-def _renamed_many(node: exp.Expression, mapping: Dict[str, str]) -> exp.Expression:
-    """A copy of `node` with columns of each alias in `mapping` pointed at the mapped alias (at once:
-    a -> b and b -> a swap)."""
-    copy = node.copy()
-    for column in copy.find_all(exp.Column):
-        if column.table in mapping:
-            column.set("table", exp.to_identifier(mapping[column.table]))
-    return copy
+def _null_for_null_keys(value: exp.Expression, keys: List[exp.Column]) -> exp.Expression:
+    """NULL where a key is NULL (a correlated subquery or outer join matches nothing there)."""
+    return exp.Case(ifs=[exp.If(this=exp.or_(*[k.copy().is_(exp.null()) for k in keys]), true=exp.null())],
+                    default=value)
 
 
 def _match_outer(inner_aliases, idents, local, pairs, outer: Scope, outer_conjuncts, schema):
@@ -484,7 +466,7 @@ def _match_outer(inner_aliases, idents, local, pairs, outer: Scope, outer_conjun
         if len(set(choice)) != len(choice):
             continue
         mapping = dict(zip(inner_aliases, choice))
-        absent = [p for p in local if normalized(_renamed_many(p, mapping)) not in texts]
+        absent = [p for p in local if normalized(renamed_all(p, mapping)) not in texts]
         if absent:
             missing = missing or absent[0]
             continue
@@ -502,15 +484,7 @@ def _outer_columns(select: exp.Select, aliases: Set[str]) -> List[Tuple[str, str
     one defines a relation of that alias itself), first seen first."""
     out: List[Tuple[str, str]] = []
     for column in select.find_all(exp.Column):
-        if column.table not in aliases or (column.table, column.name) in out:
-            continue
-        node, shadowed = column.parent, False
-        while node is not None and node is not select:
-            if isinstance(node, exp.Select) and any(i.alias_or_name == column.table for i in from_items(node)):
-                shadowed = True
-                break
-            node = node.parent
-        if not shadowed:
+        if column.table in aliases and (column.table, column.name) not in out and not shadowed(column, select, {column.table}):
             out.append((column.table, column.name))
     return out
 
@@ -542,16 +516,10 @@ def _rewrite_whole_block(expression, select: exp.Select, wrapper: exp.Expression
     the block reads that table, and its subquery conjuncts compare with the window's column."""
     aliases = {i.alias_or_name for i in from_items(select)}
     window_alias, value_name = fresh_names(expression, 2)
-    value = _renamed_many(projection, mapping)
-    for agg in list(value.find_all(exp.AggFunc)):
-        window = exp.Window(this=agg.copy(), partition_by=[exp.column(n, table=t) for t, n in keys])
-        if agg is value:
-            value = window
-        else:
-            agg.replace(window)
+    partition = [exp.column(n, table=t) for t, n in keys]
+    value = _over(renamed_all(projection, mapping), partition)
     if direct:
-        value = exp.Case(ifs=[exp.If(this=exp.or_(*[exp.column(n, table=t).is_(exp.null()) for t, n in keys]),
-                                     true=exp.null())], default=value)
+        value = _null_for_null_keys(value, partition)
     wrapper.replace(exp.paren(exp.column(value_name, table=window_alias)))
     where = select.args.get("where")
     stay, move = [], []  # conjuncts with a subquery (this one's now the window's column) stay outside
@@ -652,7 +620,7 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
     outer_join = _null_supplying_join(select, s_alias)
     if isinstance(outer_join, str):
         return outer_join
-    outer_conjuncts = block_conjuncts(select) if outer_join is None else _inner_conjuncts(select)
+    outer_conjuncts = block_conjuncts(select, inner_only=outer_join is not None)
     for alias in same:
         if outer_join is not None and not _preserved(select, outer_join, alias, s_alias):
             continue  # the aggregate must be the null-supplying side: T LEFT JOIN agg(T), agg(T) RIGHT JOIN T
@@ -691,7 +659,7 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
         if outer_join is None:  # the inner join drops NULL keys
             filters += [exp.column(k, table=alias).is_(exp.null()).not_() for k in key_names]
         else:  # the outer join keeps them, with NULL aggregates (the key columns are NULL already)
-            windows = [(n, _null_for_null_keys(w, alias, key_names)) for n, w in windows]
+            windows = [(n, _null_for_null_keys(w, [exp.column(k, table=alias) for k in key_names])) for n, w in windows]
         block = _window_block(inner.args["from_"].this, alias, columns, windows, filters)
         _item(select, alias).replace(block)
         drop_conjuncts(select, list(equalities.values()))

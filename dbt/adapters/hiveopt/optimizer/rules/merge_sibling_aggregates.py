@@ -136,17 +136,8 @@ def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog) -> None
             if problem:
                 log.skipped(problem, candidate=label)
                 continue
-            all_conjuncts = [conjuncts(m.args["where"].this) if m.args.get("where") else [] for m in members]
-            common_sql = set.intersection(*[{normalized(c) for c in cs} for cs in all_conjuncts])
-            common = [c.copy() for c in all_conjuncts[0] if normalized(c) in common_sql]
-            rests = []
-            for cs in all_conjuncts:
-                rest = [c.copy() for c in cs if normalized(c) not in common_sql]
-                rests.append(exp.and_(*rest) if rest else None)
-            where = list(common)
-            if all(r is not None for r in rests):
-                distinct = {normalized(r): r for r in rests}  # siblings of one filter share it
-                where.append(exp.or_(*[r.copy() for r in distinct.values()]))
+            where, rests = _shared_where([conjuncts(m.args["where"].this) if m.args.get("where") else []
+                                          for m in members])
             for member, rest in zip(members, rests):
                 projection = member.selects[0]
                 body = _with_filter(projection.unalias(), rest)
@@ -268,17 +259,24 @@ def _with_filter(body: exp.Expression, condition: Optional[exp.Expression]) -> e
     return body
 
 
-def _merge(expression: exp.Expression, select: exp.Select, members: List[_Sibling], equalities) -> None:
-    common_sql = set.intersection(*[{normalized(c) for c in m.conjuncts} for m in members])
-    first = members[0]
-    common = [c.copy() for c in first.conjuncts if normalized(c) in common_sql]
+def _shared_where(filters: List[List[exp.Expression]]) -> Tuple[List[exp.Expression], List[Optional[exp.Expression]]]:
+    """(conjuncts of a WHERE every sibling's rows pass, each sibling's own rest or None): the
+    conjuncts all share, and the OR of the rests unless one sibling has none (then it reads all)."""
+    common_sql = set.intersection(*[{normalized(c) for c in cs} for cs in filters])
+    where = [c.copy() for c in filters[0] if normalized(c) in common_sql]
     rests: List[Optional[exp.Expression]] = []
-    for member in members:
-        rest = [c.copy() for c in member.conjuncts if normalized(c) not in common_sql]
+    for cs in filters:
+        rest = [c.copy() for c in cs if normalized(c) not in common_sql]
         rests.append(exp.and_(*rest) if rest else None)
-    where = list(common)
     if all(r is not None for r in rests):
-        where.append(exp.or_(*[r.copy() for r in rests]))
+        distinct = {normalized(r): r for r in rests}  # siblings of one filter share it
+        where.append(exp.or_(*[r.copy() for r in distinct.values()]))
+    return where, rests
+
+
+def _merge(expression: exp.Expression, select: exp.Select, members: List[_Sibling], equalities) -> None:
+    first = members[0]
+    where, rests = _shared_where([m.conjuncts for m in members])
     key_outputs = first.key_outputs() if first.keys else {}
     projections: List[exp.Expression] = []
     mapping: Dict[Tuple[str, str], exp.Expression] = {}
