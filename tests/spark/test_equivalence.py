@@ -31,6 +31,9 @@ def test_same_results(fixture_tables, case):
     assert result.fallback_reason is None
     original, optimized = spark.sql(case.sql), spark.sql(result.sql)
     assert optimized.columns == original.columns
+    # Same types too (a table built from the optimized SQL has the original's schema); nullability
+    # aside, which a CTAS drops.
+    assert [f.dataType for f in optimized.schema.fields] == [f.dataType for f in original.schema.fields]
     assert Counter(rows_of(spark, result.sql)) == Counter(rows_of(spark, case.sql))
 
 
