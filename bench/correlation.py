@@ -7,9 +7,7 @@ correlation rules off, and by hiveopt, in the same process and warm SparkSession
 medians of N rounds. Two timings per query: the dbt model (CTAS; hiveopt's includes its
 statistics I/O and after-build gathering, the adapter's overhead), and the SELECT alone on Spark
 (original SQL, hiveopt's SQL without and with the correlation rules, run to a no-op sink), which
-is the rewrite's own effect. Prints per query: which correlation rule fired (and "+early" where
-push_aggregates_below_joins aggregated a relation before its join as well: it stays on in the
-"corr off" variant, so "vs off" is the correlation rules' own share), scans and exchanges
+is the rewrite's own effect. Prints per query: which correlation rule fired, scans and exchanges
 in Spark's physical plan before and after, the seconds, the ratios, and whether every variant
 returned the same rows; then the issue's targets, met or not.
 
@@ -45,8 +43,6 @@ QUERIES = {
     "corr_repeated_cte": ("CTE read twice, TPC-DS q95 shape", "keep"),
 }
 CORRELATION_RULES = ("merge_correlated_aggregates", "merge_sibling_aggregates")
-# Not a correlation rule, but it rewrites the expensive inputs' CTEs (its decisions are printed too).
-EARLY_RULE = "push_aggregates_below_joins"
 OFF = "hiveopt-corr-off"
 VARIANTS = {"dbt-spark": ("spark", {}), OFF: ("session", {"corr_rules": False}), "hiveopt": ("session", {})}
 ROWS = 10_000_000
@@ -102,12 +98,6 @@ def fired(model: str) -> str:
     return ",".join(n.replace("merge_", "").replace("_aggregates", "") for n in names) or "-"
 
 
-def early(model: str) -> str:
-    """'+early' where push_aggregates_below_joins aggregated a relation before its join too."""
-    rec = harness.record("hiveopt", model)
-    return "+early" if any(r["rule"] == EARLY_RULE and r["fired"] for r in rec["rules"]) else ""
-
-
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", default="1")
@@ -129,7 +119,7 @@ def main() -> int:
                 "on": harness.record("hiveopt", model)["optimized_sql"]}
         query[model] = query_seconds(spark, sqls, args.rounds)
     print()
-    header = (f"{'query':21} {'shape':38} {'fired':16} {'scans/exch':>10} {'after':>7} | {'dbt-spark':>9} {'hiveopt':>7} "
+    header = (f"{'query':21} {'shape':38} {'fired':10} {'scans/exch':>10} {'after':>7} | {'dbt-spark':>9} {'hiveopt':>7} "
               f"{'ratio':>6} | {'SELECT: orig':>12} {'corr off':>8} {'corr on':>7} {'ratio':>6} {'vs off':>6} | equal")
     print(header)
     print("-" * len(header))
@@ -144,9 +134,9 @@ def main() -> int:
         q = query[model]
         equal = all(same[v][model] for v in VARIANTS)
         rule = fired(model)
-        print(f"{model:21} {shape:38} {rule + early(model):16} {before:>10} {after:>7} | {s:9.2f} {h:7.2f} {s / h:5.2f}x | "
+        print(f"{model:21} {shape:38} {rule:10} {before:>10} {after:>7} | {s:9.2f} {h:7.2f} {s / h:5.2f}x | "
               f"{q['original']:12.2f} {q['off']:8.2f} {q['on']:7.2f} {q['original'] / q['on']:5.2f}x {q['off'] / q['on']:5.2f}x | {equal}")
-        decisions[model] = [d for r in rec["rules"] if r["rule"] in CORRELATION_RULES + ("reuse_repeated_subqueries", EARLY_RULE)
+        decisions[model] = [d for r in rec["rules"] if r["rule"] in CORRELATION_RULES + ("reuse_repeated_subqueries",)
                             for d in r["decisions"]]
         identical = harness.record(OFF, model)["optimized_sql"] == rec["optimized_sql"]
         if rule == "-" and q["on"] > 1.05 * q["off"] and not identical:
@@ -164,7 +154,7 @@ def main() -> int:
     print("targets missed:" if misses else "targets: all met")
     for miss in misses:
         print("  - " + miss)
-    print(f"\ndecisions of the correlation rules and {EARLY_RULE}:")
+    print("\ndecisions of the correlation rules:")
     for model, items in decisions.items():
         for d in items:
             print(f"  {model}: {'FIRED' if d['fired'] else 'skipped'}: {d['reason']}")

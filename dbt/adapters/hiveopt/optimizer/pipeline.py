@@ -27,7 +27,6 @@ from dbt.adapters.hiveopt.optimizer.prepare import UnsupportedQuery, prepare_que
 from dbt.adapters.hiveopt.optimizer.rules.merge_correlated_aggregates import merge_correlated_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.merge_sibling_aggregates import merge_sibling_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import prune_partitions_from_small_side
-from dbt.adapters.hiveopt.optimizer.rules.push_aggregates_below_joins import push_aggregates_below_joins
 from dbt.adapters.hiveopt.optimizer.rules.reorder_joins import reorder_joins
 from dbt.adapters.hiveopt.optimizer.rules.rewrite_skew_joins import rewrite_skew_joins
 from dbt.adapters.hiveopt.optimizer.rules.reuse_repeated_subqueries import reuse_repeated_subqueries
@@ -48,10 +47,6 @@ RULES: Tuple[Tuple[str, Rule], ...] = (
     # After the merges, which remove the repetitions they can: records what is still read twice
     # and why it is left to Spark's exchange reuse (it rewrites nothing, by measurement).
     ("reuse_repeated_subqueries", reuse_repeated_subqueries),
-    # After the merges (a window form leaves the CTE it reads to be aggregated early here), before
-    # the join rules: a relation grouped before its join is a smaller join input, and the order
-    # and algorithms are chosen for the block as it will run.
-    ("push_aggregates_below_joins", push_aggregates_below_joins),
     # Before the algorithm choice: which joins exist, and in what order, decides what is a build side.
     ("reorder_joins", reorder_joins),
     # After the order is fixed (it splits the block's first join), before the algorithm choice:
@@ -75,9 +70,6 @@ RULE_NAMES = tuple(name for name, _ in RULES)
 # that query and records why.
 CORRELATION_RULES = ("merge_correlated_aggregates", "merge_sibling_aggregates")
 CONFLICTS: dict = {rule: ("rewrite_skew_joins",) for rule in CORRELATION_RULES}
-# A relation aggregated before its join has one row per join key: a hot key is no longer hot, and
-# the skew rule's statistics (of the table, not of its groups) would split the join for nothing.
-CONFLICTS["push_aggregates_below_joins"] = ("rewrite_skew_joins",)
 
 
 def needs_statistics(expression: exp.Expression, config: OptimizerConfig) -> bool:
@@ -143,9 +135,8 @@ def optimize(sql: str, context: OptimizerContext) -> OptimizedQuery:
             continue
         log = DecisionLog(name)
         if name in excluded:
-            why = ("Hive: correlation optimizer vs compile-time skew join" if excluded[name] in CORRELATION_RULES
-                   else "its statistics describe the table, not the groups aggregated before the join")
-            log.skipped(f"{excluded[name]} rewrote this query, and the two exclude each other ({why})")
+            log.skipped(f"{excluded[name]} rewrote this query, and the two exclude each other (Hive: correlation "
+                        "optimizer vs compile-time skew join)")
             run.decisions = log.decisions
             continue
         available = dict(
