@@ -5,6 +5,7 @@ filter on are in the domain (so filters select rows)."""
 from __future__ import annotations
 
 import datetime
+import decimal
 import random
 from typing import Dict, Iterable, List
 
@@ -55,6 +56,8 @@ def create_tables(spark, schema: Dict[str, Dict[str, Dict[str, str]]], found: Di
                         row.append(rng.choice(dates))
                     elif data_type == "double":
                         row.append(float(rng.choice(ints)) + rng.choice([0.0, 0.5]))
+                    elif data_type.startswith("decimal"):
+                        row.append(decimal.Decimal(rng.choice(ints)) + decimal.Decimal(rng.choice(["0", "0.01", "0.05", "0.5"])))
                     else:
                         row.append(rng.choice(strings))
                 data.append(tuple(row))

@@ -2,6 +2,7 @@
 only one sibling (or no filter) sees, a store without sales, a region that is NULL. Every fixture
 where a rule fires returns the same rows both ways, and Spark's plan reads the input fewer times."""
 
+import decimal
 import random
 import re
 from collections import Counter
@@ -46,6 +47,15 @@ def _lines():
     return rows + rows[:20]  # duplicate rows; ids 61-65 have no order, some orders no line
 
 
+def _ledger():
+    """Prices whose averages end in 5 past the sixth decimal, or repeat: AVG's rounding shows."""
+    rng = random.Random(14)
+    cents = [decimal.Decimal(c) / 100 for c in (1, 2, 3, 7, 10, 33, 50, 99, 125, 1001)]
+    rows = [(rng.choice([1, 2, 3, 4, 5, None]), rng.randint(0, 12), rng.choice(cents + [None]), rng.choice([1, 2, 40, None]))
+            for _ in range(400)]
+    return rows + rows[:30]
+
+
 @pytest.fixture(scope="module")
 def corr_tables(spark):
     schema = load_sets()["corr"]["schema"]["corr"]
@@ -57,6 +67,7 @@ def corr_tables(spark):
         "t1": [(k, float(v), "x") for k, v in [(1, 2), (1, 4), (2, 3), (None, 9), (None, 1), (3, 3), (3, 3)]],
         "orders": _orders(),
         "lines": _lines(),
+        "ledger": _ledger(),
     }
     for table, rows in data.items():
         ddl = ", ".join(f"`{c}` {t}" for c, t in schema[table].items())

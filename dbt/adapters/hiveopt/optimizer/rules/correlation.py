@@ -115,9 +115,9 @@ def local_to(predicate: exp.Expression, alias: str) -> bool:
     return aliases_of(predicate) == {alias} and predicate.find(exp.Subquery) is None
 
 
-def fresh_names(expression: exp.Expression, count: int) -> List[str]:
-    """`count` column names unused anywhere in the query."""
-    used = {i.name.lower() for i in expression.find_all(exp.Identifier)}
+def fresh_names(expression: exp.Expression, count: int, *also: exp.Expression) -> List[str]:
+    """`count` column names unused anywhere in the query (and in `also`, parts not yet in it)."""
+    used = {i.name.lower() for node in (expression, *also) for i in node.find_all(exp.Identifier)}
     names, n = [], 0
     while len(names) < count:
         name = f"{ADDED_COLUMN_PREFIX}{n}"
