@@ -177,7 +177,7 @@ def _join_scalar_siblings(scope, members: List[exp.Select], root: exp.Expression
         node = member.parent
         while node.parent is not block:
             node = node.parent
-        if node.arg_key != "expressions" or (isinstance(node, exp.Alias) and re.fullmatch(r"_col_\d+", node.alias)):
+        if node.arg_key != "expressions" or not isinstance(node, exp.Alias) or re.fullmatch(r"_col_\d+", node.alias):
             return False  # outside the SELECT list, or an unnamed output whose name Spark derives from the subquery
     names = fresh_names(root, len(members) + 1)
     alias, columns = names[0], names[1:]
