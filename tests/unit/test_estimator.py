@@ -63,6 +63,12 @@ def test_group_by_is_capped_by_ndv():
     assert rows("SELECT COUNT(*) AS c FROM db.t").value == 1
 
 
+def test_an_aggregate_inside_a_scalar_subquery_is_not_the_blocks():
+    """SELECT k, (SELECT MAX(k) FROM u) FROM t keeps t's rows; it does not aggregate t to one row."""
+    assert rows("SELECT t.k, (SELECT MAX(u.k) FROM db.u AS u) AS m FROM db.t").value == 1000
+    assert rows("SELECT MAX(t.k) + (SELECT MAX(u.k) FROM db.u AS u) AS m FROM db.t").value == 1
+
+
 def test_absent_statistics_stay_absent():
     estimate = rows("SELECT k FROM db.blank WHERE k = 1")
     assert estimate.is_absent and estimate.precision == Precision.ABSENT

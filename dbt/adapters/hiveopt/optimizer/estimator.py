@@ -304,7 +304,7 @@ class Estimator:
         joined = self.join_block(scope)
         rows = joined.rows
         group = select.args.get("group")
-        aggregated = bool(group) or any(p.find(exp.AggFunc) for p in select.selects)
+        aggregated = bool(group) or any(_own_aggregate(p) for p in select.selects)
         if group:
             rows = self.group_rows(joined, group.expressions, scope)
         elif aggregated and not select.args.get("distinct"):
@@ -573,6 +573,18 @@ class Estimator:
 
 
 # --- helpers over qualified predicates -------------------------------------------------------
+def _own_aggregate(projection: exp.Expression) -> bool:
+    """An aggregate of the block itself in this projection (one inside a scalar subquery is the
+    subquery's: `SELECT x, (SELECT MAX(y) FROM u) FROM t` keeps t's rows)."""
+    for aggregate in projection.find_all(exp.AggFunc):
+        node = aggregate.parent
+        while node is not None and node is not projection and not isinstance(node, exp.Query):
+            node = node.parent
+        if not isinstance(node, exp.Query):
+            return True
+    return False
+
+
 def _max(a: Estimate, b: Estimate) -> Estimate:
     if a.is_absent or b.is_absent:
         return Estimate.absent()

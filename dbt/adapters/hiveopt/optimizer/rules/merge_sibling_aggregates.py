@@ -70,6 +70,8 @@ from dbt.adapters.hiveopt.optimizer.rules.correlation import (
 )
 
 MAX_REWRITES = 16
+# Scalar siblings become a cross-joined derived table only in a block of at most this many rows.
+MAX_JOINED_BLOCK_ROWS = 10_000
 
 
 class _Sibling:
@@ -99,11 +101,11 @@ def merge_sibling_aggregates(expression: exp.Expression, schema, statistics, con
     for _ in range(MAX_REWRITES):
         if not _merge_once(expression, schema, statistics, config, log, decided):
             break
-    _widen_scalar_siblings(expression, log)
+    _widen_scalar_siblings(expression, log, Estimator(expression, schema, statistics))
     return expression
 
 
-def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog) -> None:
+def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog, estimator: Estimator) -> None:
     """Uncorrelated scalar subqueries of one block that aggregate the same input under different
     filters (TPC-DS q9): each keeps its place, its filter moves into FILTER clauses and its WHERE
     becomes the siblings' shared one. Spark's MergeScalarSubqueries then computes them in one scan
@@ -149,7 +151,7 @@ def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog) -> None
                 body = _with_filter(projection.unalias(), rest)
                 member.set("expressions", [exp.alias_(body, projection.alias) if isinstance(projection, exp.Alias) else body])
                 member.set("where", exp.Where(this=exp.and_(*[w.copy() for w in where])) if where else None)
-            if _join_scalar_siblings(scope, members, expression):
+            if _join_scalar_siblings(scope, members, expression, estimator):
                 log.fired(f"{len(members)} scalar subqueries over one input with {len(filters)} filters, all in the "
                           "block's SELECT list -> one derived table with FILTER clauses, cross joined (one row)",
                           candidate=label, subqueries=len(members), filters=len(filters), form="cross join")
@@ -159,16 +161,21 @@ def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog) -> None
                       filters=len(filters), form="shared WHERE")
 
 
-def _join_scalar_siblings(scope, members: List[exp.Select], root: exp.Expression) -> bool:
+def _join_scalar_siblings(scope, members: List[exp.Select], root: exp.Expression, estimator: Estimator) -> bool:
     """Widened scalar subqueries that all sit in the SELECT list of a block that does not aggregate
     become the columns of one derived table, cross joined to the block: an aggregate without GROUP
     BY returns exactly one row (empty input included), so every row of the block meets the same
     values the subqueries returned. Spark then runs one job instead of a subquery before the query:
     measured (TPC-DS q9's shape on TPC-H SF 1, SELECT alone, medians of 5) 0.97 s with Spark's merged
     subquery, 0.77 s cross joined. Subqueries in WHERE stay: there Spark pushes their values into
-    the scan's filters, which a join condition would not be."""
+    the scan's filters, which a join condition would not be. Only for a block estimated at a few
+    rows (q9's is one): measured there; a big block would stream through a nested-loop join
+    instead of reading a constant."""
     block = scope.expression
     if not isinstance(block, exp.Select) or block.args.get("group") or block.args.get("having"):
+        return False
+    rows = estimator.estimate(block).rows
+    if rows.is_absent or rows.value > MAX_JOINED_BLOCK_ROWS:
         return False
     own = list(block.walk(prune=lambda n: n is not block and isinstance(n, (exp.Query, exp.With))))
     if any(isinstance(n, exp.AggFunc) for n in own):
