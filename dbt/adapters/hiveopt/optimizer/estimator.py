@@ -304,7 +304,7 @@ class Estimator:
         joined = self.join_block(scope)
         rows = joined.rows
         group = select.args.get("group")
-        aggregated = bool(group) or any(_own_aggregate(p) for p in select.selects)
+        aggregated = bool(group) or any(own_aggregate(p) for p in select.selects)
         if group:
             rows = self.group_rows(joined, group.expressions, scope)
         elif aggregated and not select.args.get("distinct"):
@@ -573,16 +573,20 @@ class Estimator:
 
 
 # --- helpers over qualified predicates -------------------------------------------------------
-def _own_aggregate(projection: exp.Expression) -> bool:
-    """An aggregate of the block itself in this projection (one inside a scalar subquery is the
-    subquery's: `SELECT x, (SELECT MAX(y) FROM u) FROM t` keeps t's rows)."""
-    for aggregate in projection.find_all(exp.AggFunc):
-        node = aggregate.parent
-        while node is not None and node is not projection and not isinstance(node, exp.Query):
-            node = node.parent
-        if not isinstance(node, exp.Query):
+def inside_query(node: exp.Expression, top: exp.Expression) -> bool:
+    """Whether a query (a subquery) lies between `node` and `top`: then `node` belongs to it."""
+    parent = node.parent
+    while parent is not None and parent is not top:
+        if isinstance(parent, exp.Query):
             return True
+        parent = parent.parent
     return False
+
+
+def own_aggregate(node: exp.Expression) -> bool:
+    """An aggregate of the block itself under `node` (one inside a scalar subquery is the
+    subquery's: `SELECT x, (SELECT MAX(y) FROM u) FROM t` keeps t's rows)."""
+    return any(not inside_query(a, node) for a in node.find_all(exp.AggFunc))
 
 
 def _max(a: Estimate, b: Estimate) -> Estimate:
@@ -606,17 +610,7 @@ def conjuncts(predicate: Optional[exp.Expression]) -> List[exp.Expression]:
 
 def _aliases_of(predicate: exp.Expression) -> set:
     """Table aliases a predicate reads in its own block (columns inside its subqueries excluded)."""
-    out = set()
-    for column in predicate.find_all(exp.Column):
-        node, inside_subquery = column.parent, False
-        while node is not None and node is not predicate:
-            if isinstance(node, exp.Query):
-                inside_subquery = True
-                break
-            node = node.parent
-        if not inside_subquery and column.table:
-            out.add(column.table)
-    return out
+    return {column.table for column in predicate.find_all(exp.Column) if column.table and not inside_query(column, predicate)}
 
 
 aliases_of = _aliases_of

@@ -46,7 +46,6 @@ WHERE t.q BETWEEN 0 AND 5 OR t.q BETWEEN 6 AND 10) AS b1
 
 from __future__ import annotations
 
-import re
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from sqlglot import exp
@@ -54,7 +53,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
-from dbt.adapters.hiveopt.optimizer.estimator import Estimator, conjuncts
+from dbt.adapters.hiveopt.optimizer.estimator import Estimator, conjuncts, own_aggregate
 from dbt.adapters.hiveopt.optimizer.spark_types import COUNT_AS_DECIMAL, avg_type, expression_type, sum_type
 from dbt.adapters.hiveopt.optimizer.rules.correlation import (
     aggregate_shape_problem,
@@ -101,11 +100,11 @@ def merge_sibling_aggregates(expression: exp.Expression, schema, statistics, con
     for _ in range(MAX_REWRITES):
         if not _merge_once(expression, schema, statistics, config, log, decided):
             break
-    _widen_scalar_siblings(expression, log, Estimator(expression, schema, statistics))
+    _widen_scalar_siblings(expression, log, schema, statistics)
     return expression
 
 
-def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog, estimator: Estimator) -> None:
+def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog, schema, statistics) -> None:
     """Uncorrelated scalar subqueries of one block that aggregate the same input under different
     filters (TPC-DS q9): each keeps its place, its filter moves into FILTER clauses and its WHERE
     becomes the siblings' shared one. Spark's MergeScalarSubqueries then computes them in one scan
@@ -151,7 +150,7 @@ def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog, estimat
                 body = _with_filter(projection.unalias(), rest)
                 member.set("expressions", [exp.alias_(body, projection.alias) if isinstance(projection, exp.Alias) else body])
                 member.set("where", exp.Where(this=exp.and_(*[w.copy() for w in where])) if where else None)
-            if _join_scalar_siblings(scope, members, expression, estimator):
+            if _join_scalar_siblings(scope, members, expression, schema, statistics):
                 log.fired(f"{len(members)} scalar subqueries over one input with {len(filters)} filters, all in the "
                           "block's SELECT list -> one derived table with FILTER clauses, cross joined (one row)",
                           candidate=label, subqueries=len(members), filters=len(filters), form="cross join")
@@ -161,7 +160,7 @@ def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog, estimat
                       filters=len(filters), form="shared WHERE")
 
 
-def _join_scalar_siblings(scope, members: List[exp.Select], root: exp.Expression, estimator: Estimator) -> bool:
+def _join_scalar_siblings(scope, members: List[exp.Select], root: exp.Expression, schema, statistics) -> bool:
     """Widened scalar subqueries that all sit in the SELECT list of a block that does not aggregate
     become the columns of one derived table, cross joined to the block: an aggregate without GROUP
     BY returns exactly one row (empty input included), so every row of the block meets the same
@@ -174,18 +173,19 @@ def _join_scalar_siblings(scope, members: List[exp.Select], root: exp.Expression
     block = scope.expression
     if not isinstance(block, exp.Select) or block.args.get("group") or block.args.get("having"):
         return False
-    rows = estimator.estimate(block).rows
-    if rows.is_absent or rows.value > MAX_JOINED_BLOCK_ROWS:
-        return False
-    own = list(block.walk(prune=lambda n: n is not block and isinstance(n, (exp.Query, exp.With))))
-    if any(isinstance(n, exp.AggFunc) for n in own):
+    clauses = list(block.selects) + ([block.args["order"]] if block.args.get("order") else [])
+    if any(own_aggregate(clause) for clause in clauses):
         return False  # the block aggregates: a joined column would need grouping
     for member in members:
         node = member.parent
         while node.parent is not block:
             node = node.parent
-        if node.arg_key != "expressions" or not isinstance(node, exp.Alias) or re.fullmatch(r"_col_\d+", node.alias):
-            return False  # outside the SELECT list, or an unnamed output whose name Spark derives from the subquery
+        if node.arg_key != "expressions":
+            return False  # outside the SELECT list (an unnamed output never gets here: prepare_query refuses it)
+    # Estimated last, and only here: the rule's one candidate that needs statistics.
+    rows = Estimator(root, schema, statistics).estimate(block).rows
+    if rows.is_absent or rows.value > MAX_JOINED_BLOCK_ROWS:
+        return False
     names = fresh_names(root, len(members) + 1)
     alias, columns = names[0], names[1:]
     derived = members[0].copy()
@@ -249,8 +249,9 @@ def _merge_once(expression, schema, statistics, config, log, decided: Set[str]) 
                 log.skipped(outcome, candidate=label)
                 continue
             members, equalities = outcome
-            saved = _saved_bytes(expression, schema, statistics, config, members)
-            two_level = _merge(expression, select, members, equalities, schema)
+            estimator = Estimator(expression, schema, statistics)
+            saved = _saved_bytes(estimator, config, members)
+            two_level = _merge(expression, select, members, equalities, estimator)
             log.fired(f"{len(members)} aggregations of one input ({'per ' + ', '.join(key_sql) if key_sql else 'one row each'})"
                       " -> one pass with FILTER clauses" + (", grouped by the DISTINCT expression first" if two_level else ""),
                       candidate=label, siblings=[m.alias for m in members], keys=list(key_sql), recompute_bytes_saved=saved,
@@ -292,9 +293,9 @@ def _analyse(select: exp.Select, members: List[_Sibling]):
     return members, equalities
 
 
-def _saved_bytes(expression, schema, statistics, config, members) -> Optional[float]:
+def _saved_bytes(estimator: Estimator, config, members) -> Optional[float]:
     try:
-        cost = compute_cost(Estimator(expression, schema, statistics), members[0].scope, config.broadcast_threshold_bytes)
+        cost = compute_cost(estimator, members[0].scope, config.broadcast_threshold_bytes)
     except Exception:  # the figure is for the record only
         return None
     return None if cost.is_absent else round(cost.value * (len(members) - 1))
@@ -327,7 +328,7 @@ def _shared_where(filters: List[List[exp.Expression]]) -> Tuple[List[exp.Express
     return where, rests
 
 
-def _merge(expression: exp.Expression, select: exp.Select, members: List[_Sibling], equalities, schema) -> bool:
+def _merge(expression: exp.Expression, select: exp.Select, members: List[_Sibling], equalities, estimator: Estimator) -> bool:
     """Merge the siblings into one derived table; True when its DISTINCT counts took the two-level form."""
     first = members[0]
     where, rests = _shared_where([m.conjuncts for m in members])
@@ -362,7 +363,7 @@ def _merge(expression: exp.Expression, select: exp.Select, members: List[_Siblin
             merged.set("having", exp.Having(this=exp.and_(*having)))
     if where:
         merged.set("where", exp.Where(this=exp.and_(*where)))
-    two_level = None if first.keys else _group_by_distinct_first(merged, _column_types(merged, schema), expression)
+    two_level = None if first.keys else _group_by_distinct_first(merged, _column_types(merged, estimator), expression)
     first.select.parent.replace((two_level or merged).subquery(first.alias))
     drop_conjuncts(select, equalities)
     for member in members[1:]:
@@ -371,14 +372,12 @@ def _merge(expression: exp.Expression, select: exp.Select, members: List[_Siblin
     return two_level is not None
 
 
-def _column_types(select: exp.Select, schema) -> Callable[[exp.Column], Optional[str]]:
+def _column_types(select: exp.Select, estimator: Estimator) -> Callable[[exp.Column], Optional[str]]:
     """A column's type from the schema, for columns of the block's tables (None for anything else)."""
-    lowered = {db.lower(): {t.lower(): {c.lower(): ty for c, ty in cols.items()} for t, cols in tables.items()}
-               for db, tables in (schema or {}).items()}
     tables = {}
     for item in from_items(select):
         if isinstance(item, exp.Table) and item.db:
-            tables[item.alias_or_name.lower()] = lowered.get(item.db.lower(), {}).get(item.name.lower(), {})
+            tables[item.alias_or_name.lower()] = estimator.schema.get(item.db.lower(), {}).get(item.name.lower(), {})
     return lambda column: tables.get(column.table.lower(), {}).get(column.name.lower())
 
 
