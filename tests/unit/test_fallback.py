@@ -88,3 +88,14 @@ def test_nondeterministic_aliases_are_never_duplicated():
     # is kept, and as sqlglot cannot resolve it then, the query runs as written.
     result = run("SELECT rand() AS r, COUNT(*) AS c FROM db.t JOIN db.u ON t.k = u.k GROUP BY r")
     assert result.sql.upper().count("RAND()") == 1
+
+
+def test_a_query_prepared_by_the_caller_is_used_as_is_and_left_unchanged():
+    """The adapter prepares the query once (for the statistics' key columns) and hands it over."""
+    sql = "SELECT t.k, u.k AS uk FROM db.t JOIN db.u ON t.k = u.k"
+    prepared = prepare_query(sql, SCHEMA)
+    before = prepared.expression.sql("spark")
+    context = OptimizerContext(schema=SCHEMA, statistics=STATS, config=OptimizerConfig.from_dicts({}))
+    handed = optimize(sql, context, prepared)
+    assert handed.changed and handed.sql == optimize(sql, context).sql
+    assert prepared.expression.sql("spark") == before  # the rules worked on copies

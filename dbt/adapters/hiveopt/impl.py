@@ -169,9 +169,10 @@ class HiveoptAdapter(SparkAdapter):
         if not any(config.rule_enabled(name) for name in RULE_NAMES):
             return optimize(sql, OptimizerContext(config=config, model=label)), {}
         try:
-            tables = physical_tables(parse_query(sql))
+            parsed = parse_query(sql)
         except UnsupportedQuery as error:
             return optimize(sql, OptimizerContext(config=config, model=label)), {"skipped": str(error)}
+        tables = physical_tables(parsed)
         service = self.statistics
         schema: Dict[str, Dict[str, Dict[str, str]]] = {}
         bucketing: Dict[str, List[str]] = {}
@@ -194,9 +195,9 @@ class HiveoptAdapter(SparkAdapter):
         gathering: Dict[str, Any] = {}
         auto = bool(self._stats_settings().get("auto_gather", True))
         try:
-            prepared = prepare_query(sql, schema)
-        except UnsupportedQuery:
-            prepared = None  # optimize() reports why; no statistics I/O for a query it cannot take
+            prepared = prepare_query(sql, schema, parsed=parsed)
+        except Exception:
+            prepared = None  # optimize() prepares it again and reports why; no statistics I/O for it
         if prepared is not None and needs_statistics(prepared.expression, config):
             keys = key_columns(prepared.expression)
             for name in tables:
@@ -216,7 +217,7 @@ class HiveoptAdapter(SparkAdapter):
         context = OptimizerContext(schema=schema, statistics=statistics, config=config, model=label,
                                    materialization=materialization, bucketing=bucketing,
                                    partitioning=partitioning, fetched_values=fetched)
-        return optimize(sql, context), gathering
+        return optimize(sql, context, prepared), gathering  # one parse and one qualification per model
 
     def _fetch_values(self, fetch: ValueFetch, config: OptimizerConfig, label: str) -> FetchedValues:
         deadline = time.perf_counter() + config.prune_fetch_timeout_seconds

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from typing import Callable, Tuple
+from typing import Callable, Optional, Tuple
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
@@ -23,7 +23,7 @@ from dbt.adapters.hiveopt.optimizer.context import OptimizedQuery, OptimizerCont
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, RuleRun
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.invariants import check_invariants, generate_checked
-from dbt.adapters.hiveopt.optimizer.prepare import UnsupportedQuery, prepare_query
+from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery, UnsupportedQuery, prepare_query
 from dbt.adapters.hiveopt.optimizer.rules.merge_correlated_aggregates import merge_correlated_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.merge_sibling_aggregates import merge_sibling_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import prune_partitions_from_small_side
@@ -103,7 +103,10 @@ def _block_estimates(expression: exp.Expression, context: OptimizerContext) -> T
     return blocks, estimator.used
 
 
-def optimize(sql: str, context: OptimizerContext) -> OptimizedQuery:
+def optimize(sql: str, context: OptimizerContext, prepared: Optional[PreparedQuery] = None) -> OptimizedQuery:
+    """`prepared`: `prepare_query(sql, context.schema, context.default_db)` when the caller has
+    prepared the query already (the adapter does, to find the keys to gather statistics for); the
+    rules work on copies of it."""
     started = time.perf_counter()
     result = OptimizedQuery(sql=sql, original_sql=sql)
 
@@ -119,7 +122,8 @@ def optimize(sql: str, context: OptimizerContext) -> OptimizedQuery:
         result.rules = [RuleRun(rule=name, enabled=False) for name in RULE_NAMES]
         return finish("optimizer switched off" if not context.config.enabled else "every rule switched off")
     try:
-        prepared = prepare_query(sql, context.schema, context.default_db)
+        if prepared is None:
+            prepared = prepare_query(sql, context.schema, context.default_db)
     except UnsupportedQuery as error:
         return finish(str(error))
     except Exception as error:  # sqlglot internals: never let them fail a dbt run
@@ -147,7 +151,8 @@ def optimize(sql: str, context: OptimizerContext) -> OptimizedQuery:
         rule_started = time.perf_counter()
         try:
             candidate = rule(expression.copy(), **_arguments(rule, available))
-            check_invariants(candidate, prepared.output_names)
+            if any(d.fired for d in log.decisions):  # a rule that did not fire leaves its copy unused
+                check_invariants(candidate, prepared.output_names)
         except Exception as error:
             run.error = f"{type(error).__name__}: {error}"
             run.elapsed_ms = (time.perf_counter() - rule_started) * 1000

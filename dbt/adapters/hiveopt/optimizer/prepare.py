@@ -149,9 +149,11 @@ def _unquote_safe_identifiers(expression: exp.Expression) -> None:
             identifier.set("quoted", False)
 
 
-def prepare_query(sql: str, schema: Dict[str, Dict[str, Dict[str, str]]], default_db: Optional[str] = None) -> PreparedQuery:
-    """Parse, check the schema covers every table, qualify every column, keep the output names."""
-    original = parse_query(sql)
+def prepare_query(sql: str, schema: Dict[str, Dict[str, Dict[str, str]]], default_db: Optional[str] = None,
+                  parsed: Optional[exp.Query] = None) -> PreparedQuery:
+    """Parse, check the schema covers every table, qualify every column, keep the output names.
+    `parsed`: `parse_query(sql)` when the caller has it already (it is not modified)."""
+    original = parsed if parsed is not None else parse_query(sql)
     tables = physical_tables(original)
     known = {f"{db}.{t}".lower() for db, ts in schema.items() for t in ts}
     if default_db:

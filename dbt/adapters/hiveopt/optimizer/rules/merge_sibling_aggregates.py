@@ -148,8 +148,8 @@ def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog, schema,
             for member, rest in zip(members, rests):
                 projection = member.selects[0]
                 body = _with_filter(projection.unalias(), rest)
-                member.set("expressions", [exp.alias_(body, projection.alias) if isinstance(projection, exp.Alias) else body])
-                member.set("where", exp.Where(this=exp.and_(*[w.copy() for w in where])) if where else None)
+                member.set("expressions", [exp.alias_(body, projection.alias, copy=False) if isinstance(projection, exp.Alias) else body])
+                member.set("where", exp.Where(this=exp.and_(*[w.copy() for w in where], copy=False)) if where else None)
             if _join_scalar_siblings(scope, members, expression, schema, statistics):
                 log.fired(f"{len(members)} scalar subqueries over one input with {len(filters)} filters, all in the "
                           "block's SELECT list -> one derived table with FILTER clauses, cross joined (one row)",
@@ -189,7 +189,7 @@ def _join_scalar_siblings(scope, members: List[exp.Select], root: exp.Expression
     names = fresh_names(root, len(members) + 1)
     alias, columns = names[0], names[1:]
     derived = members[0].copy()
-    derived.set("expressions", [exp.alias_(m.selects[0].unalias().copy(), c) for m, c in zip(members, columns)])
+    derived.set("expressions", [exp.alias_(m.selects[0].unalias().copy(), c, copy=False) for m, c in zip(members, columns)])
     for member, column in zip(members, columns):
         member.parent.replace(exp.column(column, table=alias))
     table = exp.Subquery(this=derived, alias=exp.TableAlias(this=exp.to_identifier(alias)))
@@ -315,16 +315,17 @@ def _with_filter(body: exp.Expression, condition: Optional[exp.Expression]) -> e
 
 def _shared_where(filters: List[List[exp.Expression]]) -> Tuple[List[exp.Expression], List[Optional[exp.Expression]]]:
     """(conjuncts of a WHERE every sibling's rows pass, each sibling's own rest or None): the
-    conjuncts all share, and the OR of the rests unless one sibling has none (then it reads all)."""
+    conjuncts all share, and the OR of the rests unless one sibling has none (then it reads all).
+    Every part returned is a copy of its own (the builders below take them with copy=False)."""
     common_sql = set.intersection(*[{normalized(c) for c in cs} for cs in filters])
     where = [c.copy() for c in filters[0] if normalized(c) in common_sql]
     rests: List[Optional[exp.Expression]] = []
     for cs in filters:
         rest = [c.copy() for c in cs if normalized(c) not in common_sql]
-        rests.append(exp.and_(*rest) if rest else None)
+        rests.append(exp.and_(*rest, copy=False) if rest else None)
     if all(r is not None for r in rests):
         distinct = {normalized(r): r for r in rests}  # siblings of one filter share it
-        where.append(exp.or_(*[r.copy() for r in distinct.values()]))
+        where.append(exp.or_(*[r.copy() for r in distinct.values()], copy=False))
     return where, rests
 
 
@@ -337,7 +338,7 @@ def _merge(expression: exp.Expression, select: exp.Select, members: List[_Siblin
     mapping: Dict[Tuple[str, str], exp.Expression] = {}
     used: Set[str] = set()
     for key_sql, name in key_outputs.items():
-        projections.append(exp.alias_(next(k for k in first.keys if normalized(k) == key_sql).copy(), name))
+        projections.append(exp.alias_(next(k for k in first.keys if normalized(k) == key_sql).copy(), name, copy=False))
         used.add(name.lower())
     extra = iter(fresh_names(expression, sum(len(m.select.selects) for m in members)))
     for member, rest in zip(members, rests):
@@ -349,7 +350,7 @@ def _merge(expression: exp.Expression, select: exp.Select, members: List[_Siblin
                 continue
             out = name if name.lower() not in used else next(extra)
             used.add(out.lower())
-            projections.append(exp.alias_(_with_filter(body, rest), out))
+            projections.append(exp.alias_(_with_filter(body, rest), out, copy=False))
             mapping[(member.alias.lower(), name.lower())] = exp.column(out, table=first.alias)
     merged = exp.Select(expressions=projections, **{k: first.select.args[k].copy() for k in ("from_",)})
     if first.select.args.get("joins"):
@@ -360,9 +361,9 @@ def _merge(expression: exp.Expression, select: exp.Select, members: List[_Siblin
         having = [exp.GT(this=exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=r.copy())),
                          expression=exp.Literal.number(0)) for r in rests if r is not None]
         if having:  # a key is kept only where every sibling had rows of it
-            merged.set("having", exp.Having(this=exp.and_(*having)))
+            merged.set("having", exp.Having(this=exp.and_(*having, copy=False)))
     if where:
-        merged.set("where", exp.Where(this=exp.and_(*where)))
+        merged.set("where", exp.Where(this=exp.and_(*where, copy=False)))
     two_level = None if first.keys else _group_by_distinct_first(merged, _column_types(merged, estimator), expression)
     first.select.parent.replace((two_level or merged).subquery(first.alias))
     drop_conjuncts(select, equalities)
