@@ -55,10 +55,11 @@ def rows(spark, model: str):
     return sorted((tuple(value(v) for v in r) for r in spark.table(f"analytics_bench.{model}").collect()), key=repr)
 
 
-def measure(spark, select: List[str], models: List[str], variants: Dict[str, Tuple[str, dict]], common: dict,
-            rounds: int) -> Tuple[Dict[str, Dict[str, float]], Dict[str, Dict[str, bool]]]:
-    """Median seconds per variant and model, and whether each variant's rows equal the first's."""
-    times = {v: {m: [] for m in models} for v in variants}
+def measure_rounds(spark, select: List[str], models: List[str], variants: Dict[str, Tuple[str, dict]], common: dict,
+                   rounds: int) -> Tuple[Dict[str, Dict[str, List[float]]], Dict[str, Dict[str, bool]]]:
+    """Seconds per variant, model and round (variants alternate their order each round), and
+    whether each variant's rows equal the first's."""
+    times: Dict[str, Dict[str, List[float]]] = {v: {m: [] for m in models} for v in variants}
     answers: Dict[str, Dict[str, list]] = {v: {} for v in variants}
     order = list(variants)
     for round_ in range(rounds):
@@ -70,10 +71,25 @@ def measure(spark, select: List[str], models: List[str], variants: Dict[str, Tup
                 times[variant][model].append(measured[model])
                 answers[variant][model] = rows(spark, model)
         print(f"round {round_ + 1}/{rounds} done", flush=True)
-    medians = {v: {m: statistics.median(times[v][m]) for m in models} for v in variants}
     first = order[0]
     same = {v: {m: answers[v][m] == answers[first][m] for m in models} for v in variants}
-    return medians, same
+    return times, same
+
+
+def measure(spark, select: List[str], models: List[str], variants: Dict[str, Tuple[str, dict]], common: dict,
+            rounds: int) -> Tuple[Dict[str, Dict[str, float]], Dict[str, Dict[str, bool]]]:
+    """Median seconds per variant and model, and whether each variant's rows equal the first's."""
+    times, same = measure_rounds(spark, select, models, variants, common, rounds)
+    return {v: {m: statistics.median(ts) for m, ts in by_model.items()} for v, by_model in times.items()}, same
+
+
+def paired_ratios(times: Dict[str, Dict[str, List[float]]], base: str, other: str, model: str) -> List[float]:
+    """base's seconds / other's, round by round: each round's two runs met the same machine load.
+
+    >>> paired_ratios({"a": {"m": [2.0, 3.0]}, "b": {"m": [1.0, 2.0]}}, "a", "b", "m")
+    [2.0, 1.5]
+    """
+    return [b / o for b, o in zip(times[base][model], times[other][model])]
 
 
 def record(variant: str, model: str) -> dict:
