@@ -410,7 +410,7 @@ def _evaluate_filters_once(select: exp.Select, root: exp.Expression) -> bool:
     for column in select.find_all(exp.Column):
         if column.table != alias:
             return False  # a reference to anything but the one table: leave the pass as it is
-        if column.name not in columns:
+        if column.name.lower() not in (c.lower() for c in columns):  # Spark's names ignore case
             columns.append(column.name)
     flags = dict(zip(conditions, fresh_names(root, len(conditions), select)))
     inner = exp.Select(expressions=[exp.alias_(exp.column(c, table=alias), c, copy=False) for c in columns]
