@@ -151,14 +151,14 @@ def optimize(sql: str, context: OptimizerContext, prepared: Optional[PreparedQue
         rule_started = time.perf_counter()
         try:
             candidate = rule(expression.copy(), **_arguments(rule, available))
-            if any(d.fired for d in log.decisions):  # a rule that did not fire leaves its copy unused
+            run.decisions = log.decisions
+            if run.fired:  # a rule that did not fire leaves its copy unused
                 check_invariants(candidate, prepared.output_names)
         except Exception as error:
             run.error = f"{type(error).__name__}: {error}"
             run.elapsed_ms = (time.perf_counter() - rule_started) * 1000
             return finish(f"rule {name} failed: {run.error}")
         run.elapsed_ms = (time.perf_counter() - rule_started) * 1000
-        run.decisions = log.decisions
         if run.fired:
             expression = candidate
             for off in CONFLICTS.get(name, ()):

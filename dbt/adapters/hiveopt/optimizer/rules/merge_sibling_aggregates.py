@@ -396,30 +396,26 @@ def _evaluate_filters_once(select: exp.Select, root: exp.Expression) -> bool:
     source = select.args["from_"].this
     if select.args.get("joins") or not isinstance(source, exp.Table) or select.find(exp.Subquery, exp.Window):
         return False
-    filters = list(select.find_all(exp.Filter))
-    uses: Dict[str, int] = {}
+    filters = [(node, normalized(node.expression.this)) for node in select.find_all(exp.Filter)]
     conditions: Dict[str, exp.Expression] = {}
-    for node in filters:
-        key = normalized(node.expression.this)
-        uses[key] = uses.get(key, 0) + 1
+    for node, key in filters:
         conditions.setdefault(key, node.expression.this)
-    if not uses or max(uses.values()) < 2:
-        return False
+    if len(conditions) == len(filters):
+        return False  # no condition is shared
     alias = source.alias_or_name
-    columns: List[str] = []
+    columns: Dict[str, str] = {}  # lowercase -> as written: Spark's names ignore case
     for column in select.find_all(exp.Column):
         if column.table != alias:
             return False  # a reference to anything but the one table: leave the pass as it is
-        if column.name.lower() not in (c.lower() for c in columns):  # Spark's names ignore case
-            columns.append(column.name)
+        columns.setdefault(column.name.lower(), column.name)
     flags = dict(zip(conditions, fresh_names(root, len(conditions), select)))
-    inner = exp.Select(expressions=[exp.alias_(exp.column(c, table=alias), c, copy=False) for c in columns]
-                       + [exp.alias_(conditions[k].copy(), flags[k], copy=False) for k in conditions])
+    inner = exp.Select(expressions=[exp.alias_(exp.column(c, table=alias), c, copy=False) for c in columns.values()]
+                       + [exp.alias_(condition.copy(), flags[k], copy=False) for k, condition in conditions.items()])
     inner.set("from_", exp.From(this=source.copy()))
     if select.args.get("where"):
         inner.set("where", select.args["where"].copy())
-    for node in filters:
-        node.set("expression", exp.Where(this=exp.column(flags[normalized(node.expression.this)], table=alias)))
+    for node, key in filters:
+        node.set("expression", exp.Where(this=exp.column(flags[key], table=alias)))
     select.set("from_", exp.From(this=exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias)))))
     select.set("where", None)
     return True
