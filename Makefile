@@ -18,7 +18,7 @@ SOURCES := pyproject.toml $(shell find dbt -type f \( -name '*.py' -o -name '*.s
 $(VENV)/.installed: $(SOURCES)
 	@command -v java >/dev/null || { echo "Java 17 is needed by Spark (apt-get install openjdk-17-jre-headless)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip hatchling
+	$(BIN)/pip install -q --upgrade pip hatchling setuptools wheel
 	$(BIN)/pip install -q --no-build-isolation ".[test]"
 	$(BIN)/pip install -q --no-build-isolation --no-deps --force-reinstall .
 	touch $@
