@@ -63,11 +63,17 @@ class OptimizedQuery:
     def fired_rules(self) -> List[str]:
         return [r.rule for r in self.rules if r.fired]
 
+    @property
+    def warnings(self) -> List[str]:
+        """Values from settings or statistics that the rules refused (see literals.typed_value)."""
+        return [w for r in self.rules for w in r.warnings]
+
     def to_dict(self) -> Dict[str, Any]:
         return {
             "changed": self.changed,
             "fallback_reason": self.fallback_reason,
             "fired_rules": self.fired_rules,
+            "warnings": self.warnings,
             "optimizer_ms": round(self.elapsed_ms, 3),
             "rules": [r.to_dict() for r in self.rules],
             "estimates": self.estimates,

@@ -31,6 +31,9 @@ class RuleRun:
     elapsed_ms: float = 0.0
     decisions: List[Decision] = field(default_factory=list)
     error: Optional[str] = None
+    # Values from outside the query (settings, statistics) the rule refused, each said once:
+    # the adapter shows them as warnings naming the model.
+    warnings: List[str] = field(default_factory=list)
 
     @property
     def fired(self) -> bool:
@@ -44,6 +47,7 @@ class RuleRun:
             "elapsed_ms": round(self.elapsed_ms, 3),
             "decisions": [d.to_dict() for d in self.decisions],
             **({"error": self.error} if self.error else {}),
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
         }
 
 
@@ -53,9 +57,15 @@ class DecisionLog:
     def __init__(self, rule: str):
         self.rule = rule
         self.decisions: List[Decision] = []
+        self.warnings: List[str] = []
 
     def fired(self, reason: str, **details: Any) -> None:
         self.decisions.append(Decision(self.rule, True, reason, details))
 
     def skipped(self, reason: str, **details: Any) -> None:
         self.decisions.append(Decision(self.rule, False, reason, details))
+
+    def warn(self, message: str) -> None:
+        """A value from a setting or the statistics was refused (once per message)."""
+        if message not in self.warnings:
+            self.warnings.append(message)

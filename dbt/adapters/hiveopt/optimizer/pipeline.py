@@ -151,7 +151,7 @@ def optimize(sql: str, context: OptimizerContext, prepared: Optional[PreparedQue
         rule_started = time.perf_counter()
         try:
             candidate = rule(expression.copy(), **_arguments(rule, available))
-            run.decisions = log.decisions
+            run.decisions, run.warnings = log.decisions, log.warnings
             if run.fired:  # a rule that did not fire leaves its copy unused
                 check_invariants(candidate, prepared.output_names)
         except Exception as error:

@@ -43,7 +43,8 @@ from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.cost_model import skew_join_speedup
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator, conjuncts, equi_pair, nested_join, source_alias
-from dbt.adapters.hiveopt.optimizer.literals import literal_for
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+from dbt.adapters.hiveopt.optimizer.literals import literal_for, typed_value
 
 # Fire only when the cost model expects the rewrite at least this much faster: it reads both
 # inputs twice, and estimates are estimates.
@@ -60,21 +61,42 @@ def rewrite_skew_joins(expression: exp.Expression, schema, statistics, config: O
     return expression
 
 
-def _hot_keys(scope: Scope, alias: str, column: exp.Column, estimator: Estimator,
-              config: OptimizerConfig) -> Tuple[List[Tuple[Any, Optional[float]]], str]:
-    """[(value, share of the side's rows or None)] and where they came from."""
+def _hot_keys(scope: Scope, alias: str, column: exp.Column, estimator: Estimator, config: OptimizerConfig,
+              log: DecisionLog) -> Tuple[List[Tuple[Any, Optional[float]]], str]:
+    """[(value, share of the side's rows or None)] and where they came from. Every value is one of
+    the key column's type (literals.typed_value): NULL and values that do not convert are dropped
+    with a warning, so neither branch's IN-list can hold a NULL (`NOT k IN (NULL, ..)` drops
+    every row) or a cast that fails."""
     source = scope.sources.get(alias)
+    data_type = estimator.source(scope, alias).column(column.name).data_type
     if isinstance(source, exp.Table):
         table = ".".join(p for p in (source.db, source.name) if p).lower()
         configured = {str(t).lower(): cols for t, cols in (config.skewed_keys or {}).items()}
         values = {str(c).lower(): v for c, v in (configured.get(table) or {}).items()}.get(column.name.lower())
         if values:
-            return [(v, None) for v in values], f"skewed_keys config of {table}"
+            hot = _typed_keys([(v, None) for v in values], data_type, f"skewed_keys of {table}.{column.name}", log)
+            if hot:
+                return hot, f"skewed_keys config of {table}"
     estimate = estimator.source(scope, alias).column(column.name)
     if estimate.heavy_hitters is None:
         return [], "no heavy hitters gathered"
     hot = [(v, share) for v, share in estimate.heavy_hitters if share >= config.skew_key_min_share]
+    table = source.sql(DIALECT) if isinstance(source, exp.Table) else alias
+    hot = _typed_keys(hot, data_type, f"heavy hitters of {table}.{column.name}", log)
     return sorted(hot, key=lambda item: -(item[1] or 0.0)), "heavy hitters"
+
+
+def _typed_keys(keys: List[Tuple[Any, Optional[float]]], data_type: Optional[str], origin: str,
+                log: DecisionLog) -> List[Tuple[Any, Optional[float]]]:
+    """The keys whose values convert to the column's type, each once; a warning per dropped value."""
+    kept: Dict[Any, Tuple[Any, Optional[float]]] = {}
+    for value, share in keys:
+        typed, problem = typed_value(value, data_type)
+        if problem is not None:
+            log.warn(f"{origin}: {problem}; ignored")
+            continue
+        kept.setdefault((type(typed), typed), (typed, share))
+    return list(kept.values())
 
 
 def _rewrite_block(scope: Scope, select: exp.Select, label: str, estimator: Estimator, config: OptimizerConfig,
@@ -107,13 +129,16 @@ def _rewrite_block(scope: Scope, select: exp.Select, label: str, estimator: Esti
     for skewed, other, position in sides:
         for pair in pairs:
             key, other_key = pair[position], pair[1 - position]
-            decision = _decide(scope, skewed, other, key, other_key, build, estimator, config)
+            decision = _decide(scope, skewed, other, key, other_key, build, estimator, config, log)
             if isinstance(decision, str):
                 reasons.append(f"{skewed}.{key.name}: {decision}")
                 continue
             hot, origin, details = decision
             data_type = details.pop("data_type")
             literals = [literal_for(value, data_type) for value, _ in hot]
+            if not literals or any(literal is None or isinstance(literal, exp.Null) for literal in literals):
+                reasons.append(f"{skewed}.{key.name}: no literal of type {data_type} for its hot keys")
+                continue
             if not _rewrite(scope, select, skewed, other, key, other_key, literals, side):
                 reasons.append(f"{skewed}.{key.name}: the block cannot be rewritten around it (a correlated subquery or a star reads the join)")
                 continue
@@ -126,14 +151,12 @@ def _rewrite_block(scope: Scope, select: exp.Select, label: str, estimator: Esti
 
 
 def _decide(scope: Scope, skewed: str, other: str, key: exp.Column, other_key: exp.Column, build: Dict[str, Any],
-            estimator: Estimator, config: OptimizerConfig):
+            estimator: Estimator, config: OptimizerConfig, log: DecisionLog):
     """(hot keys, origin, details) to fire, or the reason not to."""
-    hot, origin = _hot_keys(scope, skewed, key, estimator, config)
+    hot, origin = _hot_keys(scope, skewed, key, estimator, config, log)
     if not hot:
         return f"no hot key ({origin})"
     dtype = estimator.source(scope, skewed).column(key.name).data_type
-    if any(literal_for(value, dtype) is None for value, _ in hot):
-        return f"no literal of type {dtype} for its hot keys"
     sizes = {}
     for alias in (skewed, other):
         relation = build[alias]
@@ -147,8 +170,8 @@ def _decide(scope: Scope, skewed: str, other: str, key: exp.Column, other_key: e
     if declared:
         # Keys the model declares skewed: their shares come from the heavy hitters when gathered.
         column = estimator.source(scope, skewed).column(key.name)
-        known = {v: s for v, s in (column.heavy_hitters or [])}
-        shares = [known.get(v) for v, _ in hot]
+        known = _shares(column.heavy_hitters, dtype)
+        shares = [known.get((type(v), v)) for v, _ in hot]
         declared = any(s is None for s in shares)
     else:
         shares = [share for _, share in hot]
@@ -156,11 +179,11 @@ def _decide(scope: Scope, skewed: str, other: str, key: exp.Column, other_key: e
     other_rows = estimator.source(scope, other).rows
     if other_rows.is_absent:
         return f"statistics absent for {other}"
-    other_shares = {v: s for v, s in (other_column.heavy_hitters or [])}
+    other_shares = _shares(other_column.heavy_hitters, dtype)
     per_key = 1.0 / other_column.ndv.value if not other_column.ndv.is_absent and other_column.ndv.value else None
     if per_key is None and not other_shares:
         return f"no NDV for {other}.{other_key.name}: its rows for the hot keys cannot be sized"
-    other_hot_rows = sum(other_rows.value * other_shares.get(v, per_key or 0.0) for v, _ in hot)
+    other_hot_rows = sum(other_rows.value * other_shares.get((type(v), v), per_key or 0.0) for v, _ in hot)
     width = sizes[other] / max(build[other].rows.value, 1.0)
     if other_hot_rows * width > config.broadcast_threshold_bytes:
         return f"{other}'s rows for the hot keys ({other_hot_rows:.0f}) are too many to broadcast"
@@ -177,6 +200,16 @@ def _decide(scope: Scope, skewed: str, other: str, key: exp.Column, other_key: e
                 f"rewrite is estimated {speedup:.2f}x (needs {SKEW_MIN_SPEEDUP}x)")
     details["data_type"] = dtype
     return hot, origin, details
+
+
+def _shares(heavy_hitters: Optional[List[Tuple[Any, float]]], data_type: Optional[str]) -> Dict[Any, float]:
+    """Heavy hitters' shares by their value in the key's type (values that do not convert: left out)."""
+    shares: Dict[Any, float] = {}
+    for value, share in heavy_hitters or []:
+        typed, problem = typed_value(value, data_type)
+        if problem is None:
+            shares.setdefault((type(typed), typed), share)
+    return shares
 
 
 def _rewrite(scope: Scope, select: exp.Select, skewed: str, other: str, key: exp.Column, other_key: exp.Column,
