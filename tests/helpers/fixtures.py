@@ -71,7 +71,8 @@ def context_for(case: Case, only_rule: Optional[str] = None, **settings) -> Opti
     configured = {**sets.get("config", {}), **(json.loads(case.meta["config"]) if case.meta.get("config") else {})}
     context = OptimizerContext(
         schema=sets["schema"], statistics=StatsCatalog.from_dict(sets["statistics"]),
-        config=OptimizerConfig.from_dicts({"rules": rules, **configured, **settings}), model=case.title,
+        # The case's settings as a model's: a bad entry is ignored (and listed in problems), not an error.
+        config=OptimizerConfig.from_dicts({"rules": rules, **settings}, configured), model=case.title,
         materialization=case.meta.get("materialization", "table"), partitioning=sets.get("partitioning", {}),
     )
     if "values" in case.meta:

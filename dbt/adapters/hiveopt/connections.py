@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional, Tuple
 
 from dbt.adapters.contracts.connection import Connection
+from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark.connections import (
     SparkConnectionManager,
     SparkConnectionMethod,
@@ -48,6 +49,12 @@ class HiveoptCredentials(SparkCredentials):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        from dbt.adapters.hiveopt.optimizer.config import validate_settings
+
+        # Checked when the profile is read, so `dbt debug` names a bad setting before any run.
+        _, problems = validate_settings(self.optimizer or {})
+        if problems:
+            raise DbtRuntimeError("hiveopt profile, optimizer: " + "; ".join(problems))
         if self.method == SparkConnectionMethod.SESSION:
             spark_dir = self.spark_dir or DEFAULT_SPARK_DIR
             if not os.path.isabs(spark_dir):

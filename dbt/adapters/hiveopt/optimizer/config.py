@@ -10,8 +10,10 @@ False
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any, Dict, List, Mapping, Optional
+import datetime
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 # Spark's own spark.sql.autoBroadcastJoinThreshold default: the same line, drawn from our
 # estimate after filters instead of Spark's unfiltered file size.
@@ -68,6 +70,8 @@ class OptimizerConfig:
     # columns, so a literal key list lets the Parquet reader skip row groups. On any other table
     # not partitioned on the key, pruning from the small side only adds work.
     sorted_keys: Dict[str, List[str]] = field(default_factory=dict)
+    # What a model's own settings got wrong (each ignored): the adapter warns, naming the model.
+    problems: List[str] = field(default_factory=list)
 
     def rule_enabled(self, name: str) -> bool:
         return self.enabled and self.rules.get(name, True)
@@ -76,44 +80,191 @@ class OptimizerConfig:
     def from_dicts(
         cls, profile: Optional[Mapping[str, Any]], model: Optional[Mapping[str, Any]] = None
     ) -> "OptimizerConfig":
-        """Merge the profile's block with a model's override; unknown keys are an error."""
-        known = {f.name for f in fields(cls)}
-        merged: Dict[str, Any] = {}
-        rules: Dict[str, bool] = {}
-        for source in (profile or {}, model or {}):
-            for key, value in source.items():
-                if key == "rules":
-                    rules.update({str(k): bool(v) for k, v in (value or {}).items()})
-                elif key in known:
-                    merged[key] = value
-                elif key in ("stats",):
-                    continue  # read by the adapter's statistics store, not by rules
-                else:
-                    raise ConfigError(f"unknown hiveopt optimizer setting {key!r}")
-        merged["rules"] = rules
-        cfg = cls(**merged)
-        cfg.enabled = _as_bool(cfg.enabled)
-        cfg.verify = _as_bool(cfg.verify)
-        cfg.shuffle_hash = _as_bool(cfg.shuffle_hash)
-        cfg.prune_fetch_values = _as_bool(cfg.prune_fetch_values)
-        cfg.broadcast_threshold_bytes = int(cfg.broadcast_threshold_bytes)
-        cfg.shuffle_hash_partition_bytes = int(cfg.shuffle_hash_partition_bytes)
-        cfg.shuffle_partitions = int(cfg.shuffle_partitions)
-        cfg.parallelism = int(cfg.parallelism)
-        cfg.task_slots = int(cfg.task_slots)
-        cfg.skew_key_min_share = float(cfg.skew_key_min_share)
-        if not isinstance(cfg.skewed_keys, Mapping) or not all(
-                isinstance(cols, Mapping) and all(isinstance(v, (list, tuple)) for v in cols.values())
-                for cols in cfg.skewed_keys.values()):
-            raise ConfigError("skewed_keys must map 'db.table' to {column: [values]}")
-        cfg.shuffle_hash_ratio = float(cfg.shuffle_hash_ratio)
-        cfg.prune_max_values = int(cfg.prune_max_values)
-        cfg.prune_fetch_timeout_seconds = float(cfg.prune_fetch_timeout_seconds)
-        cfg.prune_min_big_bytes = int(cfg.prune_min_big_bytes)
+        """Merge the profile's block with a model's override (the model wins). A bad profile entry
+        is an error (the profile is checked when it is read: `dbt debug` shows it); a bad model
+        entry is ignored and listed in `problems`, so that the model's other settings still apply."""
+        profile_values, profile_problems = validate_settings(profile or {})
+        if profile_problems:
+            raise ConfigError("; ".join(profile_problems))
+        model_values, problems = validate_settings(model or {})
+        rules = {**profile_values.pop("rules", {}), **model_values.pop("rules", {})}
+        cfg = cls(**{**profile_values, **model_values}, rules=rules)
+        cfg.problems = problems
         return cfg
 
 
-def _as_bool(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
+# -- checking settings ------------------------------------------------------------------------------
+
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+# Settings the adapter's statistics store reads: checked here too, where the profile is read.
+STATS_SETTINGS = ("schema", "auto_gather", "gather_unread_models", "heavy_hitters", "histogram_buckets")
+
+
+def _boolean(value: Any) -> bool:
+    """true/false, also as text (a profile's env_var() renders text)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ValueError(f"{value!r} is not true or false")
+
+
+def _number(kind: type, low: float, high: float = math.inf) -> Callable[[Any], Any]:
+    def convert(value: Any) -> Any:
+        if isinstance(value, bool):
+            raise ValueError(f"{value!r} is not a number")
+        try:
+            number = kind(value.strip()) if isinstance(value, str) else kind(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{value!r} is not {'an integer' if kind is int else 'a number'}") from None
+        if kind is int and isinstance(value, float) and not value.is_integer():
+            raise ValueError(f"{value!r} is not an integer")
+        if not (low <= number <= high) or (isinstance(number, float) and not math.isfinite(number)):
+            raise ValueError(f"{value!r} is outside {low:g}..{high:g}")
+        return number
+    return convert
+
+
+def _share(value: Any) -> float:
+    share = _number(float, 0.0, 1.0)(value)
+    if share <= 0:
+        raise ValueError(f"{value!r} must be above 0")
+    return share
+
+
+def _positive(value: Any) -> float:
+    number = _number(float, 0.0)(value)
+    if number <= 0:
+        raise ValueError(f"{value!r} must be above 0")
+    return number
+
+
+_CHECKS: Dict[str, Callable[[Any], Any]] = {
+    "enabled": _boolean, "verify": _boolean, "shuffle_hash": _boolean, "prune_fetch_values": _boolean,
+    "broadcast_threshold_bytes": _number(int, 0), "shuffle_hash_partition_bytes": _number(int, 1),
+    "shuffle_hash_ratio": _positive, "shuffle_partitions": _number(int, 1), "parallelism": _number(int, 1),
+    "task_slots": _number(int, 1), "skew_key_min_share": _share, "prune_max_values": _number(int, 1),
+    "prune_fetch_timeout_seconds": _positive, "prune_min_big_bytes": _number(int, 0),
+}
+
+
+def validate_settings(block: Mapping[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
+    """(the entries that are valid, converted; what is wrong with the others, one line each,
+    naming the setting). Values from outside the query are checked here before any rule sees
+    them: a NULL hot key, a rule switch of "false" read as true, an unknown rule name.
+
+    >>> values, problems = validate_settings({"rules": {"reorder_joins": "false", "reorder": False},
+    ...     "skewed_keys": {"db.f": {"k": [None, "hot"]}}, "task_slots": "4", "verify": "maybe"})
+    >>> values
+    {'rules': {'reorder_joins': False}, 'skewed_keys': {'db.f': {'k': ['hot']}}, 'task_slots': 4}
+    >>> problems  # doctest: +NORMALIZE_WHITESPACE
+    ["rules: unknown rule 'reorder' (rules: merge_correlated_aggregates, merge_sibling_aggregates,
+      reuse_repeated_subqueries, reorder_joins, rewrite_skew_joins, select_join_algorithms,
+      prune_partitions_from_small_side)",
+     "skewed_keys['db.f']['k']: NULL is never a hot key",
+     "verify: 'maybe' is not true or false"]
+    """
+    if not isinstance(block, Mapping):
+        return {}, [f"optimizer settings must be a mapping, not {type(block).__name__}"]
+    values: Dict[str, Any] = {}
+    problems: List[str] = []
+    for key, value in block.items():
+        key = str(key)
+        try:
+            if key in _CHECKS:
+                values[key] = _CHECKS[key](value)
+            elif key == "rules":
+                values[key] = _rules(value, problems)
+            elif key == "skewed_keys":
+                values[key] = _skewed_keys(value, problems)
+            elif key == "sorted_keys":
+                values[key] = _sorted_keys(value)
+            elif key == "stats":
+                _stats_settings(value)  # read by the adapter's statistics store, not by rules
+            else:
+                problems.append(f"unknown setting {key!r}")
+        except ValueError as error:
+            problems.append(f"{key}: {error}")
+    return values, problems
+
+
+def _rules(value: Any, problems: List[str]) -> Dict[str, bool]:
+    from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES  # the RULES tuple is the source of truth
+
+    if not isinstance(value, Mapping):
+        raise ValueError("must map rule names to true or false")
+    switches: Dict[str, bool] = {}
+    for name, switch in value.items():
+        if str(name) not in RULE_NAMES:
+            problems.append(f"rules: unknown rule {name!r} (rules: {', '.join(RULE_NAMES)})")
+            continue
+        try:
+            switches[str(name)] = _boolean(switch)
+        except ValueError as error:
+            problems.append(f"rules.{name}: {error}")
+    return switches
+
+
+def _skewed_keys(value: Any, problems: List[str]) -> Dict[str, Dict[str, list]]:
+    """{'db.table': {'column': [values]}}; NULL and non-scalar values are dropped (the rule then
+    drops those that do not convert to the column's type, which it knows)."""
+    if not isinstance(value, Mapping):
+        raise ValueError("must map 'db.table' to {column: [values]}")
+    out: Dict[str, Dict[str, list]] = {}
+    for table, columns in value.items():
+        if not isinstance(columns, Mapping):
+            problems.append(f"skewed_keys[{table!r}]: must map columns to lists of values")
+            continue
+        for column, keys in columns.items():
+            where = f"skewed_keys[{table!r}][{column!r}]"
+            if not isinstance(keys, (list, tuple)):
+                problems.append(f"{where}: must be a list of values")
+                continue
+            kept = []
+            for key in keys:
+                if key is None:
+                    problems.append(f"{where}: NULL is never a hot key")
+                elif isinstance(key, (str, int, float, datetime.date)) and not isinstance(key, bool):
+                    kept.append(key)
+                else:
+                    problems.append(f"{where}: {key!r} is not a key value")
+            if kept:
+                out.setdefault(str(table), {})[str(column)] = kept
+    return out
+
+
+def _sorted_keys(value: Any) -> Dict[str, List[str]]:
+    if not isinstance(value, Mapping) or not all(
+            isinstance(cols, (list, tuple)) and all(isinstance(c, str) for c in cols) for cols in value.values()):
+        raise ValueError("must map 'db.table' to a list of column names")
+    return {str(t): list(cols) for t, cols in value.items()}
+
+
+def _stats_settings(value: Any) -> Dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError("must be a mapping")
+    out: Dict[str, Any] = {}
+    for key, setting in value.items():
+        if key not in STATS_SETTINGS:
+            raise ValueError(f"unknown setting {key!r} (settings: {', '.join(STATS_SETTINGS)})")
+        if key == "schema" and not (isinstance(setting, str) and setting.replace("_", "").isalnum()):
+            raise ValueError(f"schema: {setting!r} is not a schema name")
+        if key in ("auto_gather", "gather_unread_models"):
+            setting = _boolean(setting)
+        if key in ("heavy_hitters", "histogram_buckets"):
+            setting = _number(int, 1, 1000)(setting)
+        out[key] = setting
+    return out
+
+
+def stats_settings(block: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The profile's `stats:` settings, converted (`auto_gather: "false"` is off). The profile was
+    checked when it was read; here a bad block counts as no settings.
+
+    >>> stats_settings({"stats": {"auto_gather": "false", "heavy_hitters": "5"}})
+    {'auto_gather': False, 'heavy_hitters': 5}
+    """
+    try:
+        return _stats_settings((block or {}).get("stats") or {})
+    except ValueError:
+        return {}

@@ -10,11 +10,19 @@ ABSENT is never read as 0 or as small: arithmetic with an absent operand is abse
 True
 >>> TableStats.from_dict({"row_count": 10, "columns": {"a": {"ndv": 3}}}).columns["a"].ndv.value
 3.0
+>>> TableStats.from_dict({"row_count": 10, "columns": {"k": {"heavy_hitters": [[None, 9], ["hot", 8]]}}}).column("k").heavy_hitters
+[('hot', 8.0)]
+>>> try:
+...     TableStats.from_dict({"row_count": "many"})
+... except StatisticsError as error:
+...     print(error)
+row_count: 'many' is not a number
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -96,14 +104,59 @@ class Estimate:
         return {"value": self.value, "precision": self.precision.name.lower()}
 
 
-def _estimate_from(raw: Any, default_precision: Precision) -> Estimate:
+class StatisticsError(ValueError):
+    """A statistics payload that does not have the shape statistics have: the store skips it."""
+
+
+_SCALARS = (str, int, float)
+
+
+def _count(raw: Any, what: str) -> float:
+    """A stored count or size: a finite number >= 0 (a bool or text is not one)."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise StatisticsError(f"{what}: {raw!r} is not a number")
+    value = float(raw)
+    if not math.isfinite(value) or value < 0:
+        raise StatisticsError(f"{what}: {raw!r} is not a count")
+    return value
+
+
+def _estimate_from(raw: Any, default_precision: Precision, what: str = "a number") -> Estimate:
     """Read a stored number: either a bare value or {"value": v, "precision": p}."""
     if raw is None:
         return Estimate.absent()
     if isinstance(raw, Mapping):
-        precision = Precision[str(raw.get("precision", default_precision.name)).upper()]
-        return Estimate.of(raw.get("value"), precision)
-    return Estimate.of(raw, default_precision)
+        name = str(raw.get("precision", default_precision.name)).upper()
+        if name not in Precision.__members__:
+            raise StatisticsError(f"{what}: unknown precision {raw.get('precision')!r}")
+        value = raw.get("value")
+        return Estimate.of(None if value is None else _count(value, what), Precision[name])
+    return Estimate.of(_count(raw, what), default_precision)
+
+
+def _value(raw: Any, what: str) -> Any:
+    """A column value as stored (min, max, a histogram boundary): a scalar or NULL."""
+    if raw is not None and (isinstance(raw, bool) or not isinstance(raw, _SCALARS)):
+        raise StatisticsError(f"{what}: {raw!r} is not a column value")
+    return raw
+
+
+def _heavy_hitters(raw: Any, what: str) -> Optional[List[Tuple[Any, float]]]:
+    """[[value, count], ...]; an entry whose value is NULL is left out (NULL keys never match a
+    join, and no NULL may reach an IN-list built from these values)."""
+    if raw is None:
+        return None
+    if not isinstance(raw, (list, tuple)):
+        raise StatisticsError(f"{what}: not a list")
+    out: List[Tuple[Any, float]] = []
+    for entry in raw:
+        if not isinstance(entry, (list, tuple)) or len(entry) != 2:
+            raise StatisticsError(f"{what}: {entry!r} is not a [value, count] pair")
+        value = _value(entry[0], what)
+        count = _count(entry[1], what)
+        if value is not None:
+            out.append((value, count))
+    return out
 
 
 @dataclass
@@ -122,17 +175,26 @@ class ColumnStats:
     histogram: Optional[List[Any]] = None
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ColumnStats":
-        hh = data.get("heavy_hitters")
+    def from_dict(cls, data: Mapping[str, Any], name: str = "column") -> "ColumnStats":
+        """Raises StatisticsError for a payload that is not statistics."""
+        if not isinstance(data, Mapping):
+            raise StatisticsError(f"{name}: not a mapping")
+        histogram = data.get("histogram")
+        if histogram is not None and not isinstance(histogram, (list, tuple)):
+            raise StatisticsError(f"{name}.histogram: not a list")
+        data_type = data.get("data_type")
+        if data_type is not None and not isinstance(data_type, str):
+            raise StatisticsError(f"{name}.data_type: {data_type!r} is not a type")
         return cls(
-            ndv=_estimate_from(data.get("ndv"), Precision.ESTIMATED),
-            null_count=_estimate_from(data.get("null_count"), Precision.EXACT),
-            avg_width=_estimate_from(data.get("avg_width"), Precision.ESTIMATED),
-            min=data.get("min"),
-            max=data.get("max"),
-            data_type=data.get("data_type"),
-            heavy_hitters=[(v, float(c)) for v, c in hh] if hh is not None else None,
-            histogram=list(data["histogram"]) if data.get("histogram") is not None else None,
+            ndv=_estimate_from(data.get("ndv"), Precision.ESTIMATED, f"{name}.ndv"),
+            null_count=_estimate_from(data.get("null_count"), Precision.EXACT, f"{name}.null_count"),
+            avg_width=_estimate_from(data.get("avg_width"), Precision.ESTIMATED, f"{name}.avg_width"),
+            min=_value(data.get("min"), f"{name}.min"),
+            max=_value(data.get("max"), f"{name}.max"),
+            data_type=data_type,
+            heavy_hitters=_heavy_hitters(data.get("heavy_hitters"), f"{name}.heavy_hitters"),
+            histogram=[v for v in (_value(v, f"{name}.histogram") for v in histogram) if v is not None]
+            if histogram is not None else None,
         )
 
     def to_dict(self) -> Dict[str, Any]:
@@ -163,12 +225,16 @@ class TableStats:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "TableStats":
+        """Raises StatisticsError for a payload that is not statistics (the store skips it)."""
+        if not isinstance(data, Mapping):
+            raise StatisticsError("not a mapping")
+        columns = data.get("columns") or {}
+        if not isinstance(columns, Mapping):
+            raise StatisticsError("columns: not a mapping")
         return cls(
-            row_count=_estimate_from(data.get("row_count"), Precision.EXACT),
-            size_bytes=_estimate_from(data.get("size_bytes"), Precision.EXACT),
-            columns={
-                str(k).lower(): ColumnStats.from_dict(v) for k, v in (data.get("columns") or {}).items()
-            },
+            row_count=_estimate_from(data.get("row_count"), Precision.EXACT, "row_count"),
+            size_bytes=_estimate_from(data.get("size_bytes"), Precision.EXACT, "size_bytes"),
+            columns={str(k).lower(): ColumnStats.from_dict(v, str(k)) for k, v in columns.items()},
             fingerprint=data.get("fingerprint"),
             collected_at=data.get("collected_at"),
             stale=bool(data.get("stale", False)),
