@@ -90,23 +90,71 @@ def test_values_with_quotes_are_stored_as_literals(spark):
     assert "back\\slash" in dict(stats.column("s").heavy_hitters)
 
 
-def test_a_store_of_many_files_is_compacted_on_load(spark):
-    """Each save appends a file; a run's first model waits for reading them all, so a load that
-    finds more than COMPACT_AFTER_FILES rewrites the store with the latest row per table."""
-    from dbt.adapters.hiveopt.statistics_service import COMPACT_AFTER_FILES
+def test_a_store_of_many_saves_is_compacted_on_load(spark):
+    """Each save is a partition of its own; a run's first model waits for reading them all, so a
+    load that finds more than COMPACT_AFTER_SAVES writes the latest row per table as one save and
+    drops the saves it read."""
+    from dbt.adapters.hiveopt.statistics_service import COMPACT_AFTER_SAVES
 
     schema = "hiveopt_test_compact"
     spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
     spark.sql("CREATE DATABASE IF NOT EXISTS st")
     spark.sql("CREATE TABLE IF NOT EXISTS st.small USING parquet AS SELECT id FROM range(10)")
     writer = service(spark, schema)
-    for _ in range(COMPACT_AFTER_FILES + 2):
+    for _ in range(COMPACT_AFTER_SAVES + 2):
         writer.gather("st.small")
-    files = f"SELECT COUNT(DISTINCT f) AS n FROM (SELECT input_file_name() AS f FROM {schema}.statistics)"
-    assert spark.sql(files).collect()[0].n > COMPACT_AFTER_FILES
+    saves = f"SELECT COUNT(DISTINCT save_id) AS n FROM {schema}.table_statistics"
+    assert spark.sql(saves).collect()[0].n > COMPACT_AFTER_SAVES
     stats, state = service(spark, schema).current("st.small")
     assert state == "current" and stats.row_count.value == 10
-    assert spark.sql(files).collect()[0].n <= 2
-    assert spark.sql(f"SELECT COUNT(*) AS n FROM {schema}.statistics").collect()[0].n == 1
+    assert spark.sql(saves).collect()[0].n == 1
+    assert spark.sql(f"SELECT COUNT(*) AS n FROM {schema}.table_statistics").collect()[0].n == 1
     again, _ = service(spark, schema).current("st.small")
     assert again.row_count.value == 10 and again.fingerprint == stats.fingerprint
+
+
+def test_threads_gather_a_table_once_and_saves_never_collide(spark):
+    """8 threads ask for the statistics of 4 tables at once: one full pass per table, the others
+    wait and use it; the concurrent saves (one partition each) all land."""
+    import threading
+
+    schema = "hiveopt_test_threads"
+    spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
+    spark.sql("CREATE DATABASE IF NOT EXISTS st")
+    for i in range(4):
+        spark.sql(f"CREATE TABLE IF NOT EXISTS st.many{i} USING parquet AS SELECT id, id % 7 AS k FROM range({100 + i})")
+    shared = service(spark, schema)
+    errors, states = [], []
+
+    def work(n):
+        try:
+            states.append(shared.ensure(f"st.many{n % 4}", ["k"])[1])
+        except Exception as error:  # pragma: no cover - the assertion below shows it
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert shared.full_passes == {f"st.many{i}": 1 for i in range(4)}
+    assert sorted(states).count("gathered") == 4 and sorted(states).count("current") == 4
+    stored = spark.sql(f"SELECT table_name, COUNT(*) AS n FROM {schema}.table_statistics GROUP BY table_name").collect()
+    assert {r.table_name: r.n for r in stored} == {f"st.many{i}": 1 for i in range(4)}
+
+
+def test_a_store_that_cannot_be_written_warns_once_and_keeps_the_statistics(spark):
+    schema = "hiveopt_test_readonly"
+    spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
+    spark.sql(f"CREATE DATABASE {schema}")
+    spark.sql(f"CREATE VIEW {schema}.table_statistics AS SELECT 'x' AS table_name, 'x' AS fingerprint, '0' AS saved_at, "
+              "0.0 AS gather_seconds, '{}' AS payload, 'x' AS save_id WHERE 1 = 0")
+    warnings = []
+    shared = StatisticsService(lambda sql: [tuple(r) for r in spark.sql(sql).collect()], stats_schema=schema,
+                               warn=warnings.append)
+    spark.sql("CREATE TABLE IF NOT EXISTS st.ro1 USING parquet AS SELECT id FROM range(5)")
+    spark.sql("CREATE TABLE IF NOT EXISTS st.ro2 USING parquet AS SELECT id FROM range(6)")
+    assert shared.ensure("st.ro1")[1] == "gathered" and shared.ensure("st.ro2")[1] == "gathered"
+    assert shared.ensure("st.ro1")[1] == "current" and shared.ensure("st.ro1")[0].row_count.value == 5
+    assert len(warnings) == 1 and "not saved" in warnings[0] and "\n" not in warnings[0]

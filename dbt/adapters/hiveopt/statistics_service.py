@@ -20,6 +20,7 @@ import datetime as _dt
 import json
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -32,12 +33,13 @@ from dbt.adapters.hiveopt.optimizer.statistics import ColumnStats, Estimate, Tab
 Execute = Callable[[str], List[Tuple[Any, ...]]]
 
 DEFAULT_STATS_SCHEMA = "hiveopt"
-STATS_TABLE = "statistics"
-# The store is append-only (each save writes a file); past this many superseded rows, or files, a
-# run rewrites it with the latest rows only. Files because the run's first model waits for the
-# read: 126 one-row files took 0.64 s to collect on a warm local session, one file 0.21 s.
+# Not `statistics`: stores of earlier versions, an unpartitioned table of that name, are left alone.
+STATS_TABLE = "table_statistics"
+# The store is append-only (each save is a partition of one file); past this many superseded rows,
+# or saves, a run rewrites it with the latest rows only. Saves because the run's first model
+# waits for the read: 126 one-row files took 0.64 s to collect on a warm local session, one 0.21 s.
 COMPACT_AFTER_SUPERSEDED_ROWS = 200
-COMPACT_AFTER_FILES = 16
+COMPACT_AFTER_SAVES = 16
 DEFAULT_HEAVY_HITTERS = 10
 DEFAULT_HISTOGRAM_BUCKETS = 32
 # approx_percentile accuracy: 1/accuracy is the relative rank error (Spark's default is 10000).
@@ -185,126 +187,216 @@ def parse_gather_row(names: Sequence[str], row: Sequence[Any], columns: Dict[str
     return stats
 
 
+def first_line(error: BaseException, limit: int = 200) -> str:
+    """An error as one short line: a Java stack trace or a gRPC dump stays out of dbt's log."""
+    text = str(error).strip()
+    line = text.splitlines()[0] if text else ""
+    return f"{type(error).__name__}: {line[:limit]}"
+
+
 class StatisticsService:
-    """Statistics for the tables a model reads, gathered when absent or stale, cached per run."""
+    """Statistics for the tables a model reads, gathered when absent or stale, cached per run.
+
+    Safe under dbt's threads: one gathering per table at a time (a thread that wants a table
+    another thread is gathering waits and uses its result), one load of the store per run, and
+    saves that never collide (see `save`). A store that cannot be read or written costs the
+    statistics' persistence, never the run's: what was gathered stays in memory for the run."""
 
     def __init__(self, execute: Execute, stats_schema: str = DEFAULT_STATS_SCHEMA,
-                 heavy_hitters: int = DEFAULT_HEAVY_HITTERS, buckets: int = DEFAULT_HISTOGRAM_BUCKETS):
+                 heavy_hitters: int = DEFAULT_HEAVY_HITTERS, buckets: int = DEFAULT_HISTOGRAM_BUCKETS,
+                 warn: Optional[Callable[[str], None]] = None):
         self.execute = execute
         self.stats_schema = stats_schema
         self.heavy_hitters = heavy_hitters
         self.buckets = buckets
-        self._lock = threading.RLock()
+        self._warn = warn or (lambda message: None)
+        self._lock = threading.RLock()  # guards the dicts below
+        self._load_lock = threading.Lock()
+        self._table_locks: Dict[str, threading.RLock] = {}
         self._infos: Dict[str, TableInfo] = {}
         self._stats: Dict[str, TableStats] = {}
+        self._warned: Set[str] = set()
         self._store_loaded = False
         self._store_ready = False
+        self._store_unwritable = False
+        # Counts of full passes per table in this process (a test reads them: one per table).
+        self.full_passes: Dict[str, int] = {}
 
     @property
     def store_table(self) -> exp.Table:
         return exp.table_(STATS_TABLE, db=self.stats_schema)
 
+    def _table_lock(self, name: str) -> threading.RLock:
+        with self._lock:
+            return self._table_locks.setdefault(name.lower(), threading.RLock())
+
+    def warn_once(self, key: str, message: str) -> None:
+        with self._lock:
+            if key in self._warned:
+                return
+            self._warned.add(key)
+        self._warn(message)
+
     # -- catalog ------------------------------------------------------------------------------
     def describe(self, name: str, refresh: bool = False) -> TableInfo:
         """Columns and fingerprint of a table, once per run unless refreshed (after a build)."""
         name = name.lower()
-        with self._lock:
-            if name in self._infos and not refresh:
-                return self._infos[name]
-        table = exp.to_table(name).sql(DIALECT)
-        info = parse_describe(name, self.execute(f"DESCRIBE TABLE EXTENDED {table}"))
-        if not info.is_view and info.size_bytes is None:
-            # No size in the catalog: never measured, or dropped by Spark when the table was
-            # written since (an INSERT clears stale catalog statistics). NOSCAN only lists files.
-            self.execute(f"ANALYZE TABLE {table} COMPUTE STATISTICS NOSCAN")
+        with self._table_lock(name):
+            with self._lock:
+                if name in self._infos and not refresh:
+                    return self._infos[name]
+            table = exp.to_table(name).sql(DIALECT)
             info = parse_describe(name, self.execute(f"DESCRIBE TABLE EXTENDED {table}"))
-        with self._lock:
-            self._infos[name] = info
-        return info
+            if not info.is_view and info.size_bytes is None:
+                # No size in the catalog: never measured, or dropped by Spark when the table was
+                # written since (an INSERT clears stale catalog statistics). NOSCAN only lists files.
+                self.execute(f"ANALYZE TABLE {table} COMPUTE STATISTICS NOSCAN")
+                info = parse_describe(name, self.execute(f"DESCRIBE TABLE EXTENDED {table}"))
+            with self._lock:
+                self._infos[name] = info
+            return info
 
     # -- the store ----------------------------------------------------------------------------
     def _ensure_store(self) -> None:
-        if self._store_ready:
-            return
-        self.execute(f"CREATE DATABASE IF NOT EXISTS {exp.to_identifier(self.stats_schema).sql(DIALECT)}")
-        self.execute(
-            f"CREATE TABLE IF NOT EXISTS {self.store_table.sql(DIALECT)} (table_name STRING, fingerprint STRING, "
-            "saved_at STRING, gather_seconds DOUBLE, payload STRING) USING parquet"
-        )
-        self._store_ready = True
+        with self._lock:
+            if self._store_ready:
+                return
+            self.execute(f"CREATE DATABASE IF NOT EXISTS {exp.to_identifier(self.stats_schema).sql(DIALECT)}")
+            # Partitioned by save: every save is an INSERT OVERWRITE of its own new partition in
+            # dynamic mode, which Spark stages in a folder of its own (.spark-staging-<job id>).
+            # Plain INSERT INTOs of one table share its _temporary/0 folder, and concurrent ones
+            # (dbt's threads, or two dbt processes on one metastore) delete each other's files.
+            self.execute(
+                f"CREATE TABLE IF NOT EXISTS {self.store_table.sql(DIALECT)} (table_name STRING, fingerprint STRING, "
+                "saved_at STRING, gather_seconds DOUBLE, payload STRING, save_id STRING) USING parquet "
+                "PARTITIONED BY (save_id) OPTIONS ('partitionOverwriteMode' 'dynamic')"
+            )
+            self._store_ready = True
 
     def load(self, names: Iterable[str] = ()) -> None:
-        """Read the latest statistics of every table in the store, once per run (one query)."""
-        if self._store_loaded:
-            return
-        self._ensure_store()
-        query = exp.select("table_name", "fingerprint", "saved_at", "payload",
-                           exp.func("input_file_name")).from_(self.store_table)
-        rows = self.execute(query.sql(DIALECT))
-        latest: Dict[str, Tuple[str, Any, Any]] = {}
-        files = {row[4] for row in rows}
-        for table_name, fingerprint, saved_at, payload, _file in rows:
-            key = str(table_name)
-            if key not in latest or str(saved_at) > latest[key][0]:
-                latest[key] = (str(saved_at), fingerprint, payload)
-        with self._lock:
-            for key, (_, fingerprint, payload) in latest.items():
-                if key not in self._stats:
-                    stats = TableStats.from_dict(json.loads(str(payload)))
-                    stats.fingerprint = str(fingerprint)
-                    self._stats[key] = stats
+        """Read the latest statistics of every table in the store, once per run (one query). A row
+        that does not parse is skipped with a warning naming its table (that table is gathered
+        again); a store that cannot be read is a warning too, and the run goes on without it."""
+        with self._load_lock:
+            if self._store_loaded:
+                return
+            try:
+                self._ensure_store()
+                query = exp.select("table_name", "fingerprint", "saved_at", "payload", "save_id").from_(self.store_table)
+                rows = self.execute(query.sql(DIALECT))
+            except Exception as error:
+                self.warn_once("store", f"statistics store {self.store_table.sql(DIALECT)} cannot be read "
+                                        f"({first_line(error)}): statistics are gathered again and kept for this run")
+                self._store_loaded = True
+                return
+            by_table: Dict[str, List[Tuple[str, Any, Any]]] = {}
+            for table_name, fingerprint, saved_at, payload, _save in rows:
+                by_table.setdefault(str(table_name), []).append((str(saved_at), fingerprint, payload))
+            for key, versions in by_table.items():
+                stats = self._newest_valid(key, versions)
+                with self._lock:
+                    if stats is not None and key not in self._stats:
+                        self._stats[key] = stats
             self._store_loaded = True
-        if len(rows) - len(latest) > COMPACT_AFTER_SUPERSEDED_ROWS or len(files) > COMPACT_AFTER_FILES:
-            self._compact([(k, v[0], v[1], v[2]) for k, v in latest.items()])
+            saves = {row[4] for row in rows}
+            if len(rows) - len(by_table) > COMPACT_AFTER_SUPERSEDED_ROWS or len(saves) > COMPACT_AFTER_SAVES:
+                self._compact(by_table, saves)
 
-    def _compact(self, rows: List[Tuple[Any, ...]]) -> None:
-        """Keep only the latest row per table (the store is append-only between compactions)."""
+    def _newest_valid(self, table: str, versions: List[Tuple[str, Any, Any]]) -> Optional[TableStats]:
+        for saved_at, fingerprint, payload in sorted(versions, key=lambda v: v[0], reverse=True):
+            try:
+                stats = TableStats.from_dict(json.loads(str(payload)))
+            except (ValueError, TypeError, KeyError, AttributeError) as error:
+                self.warn_once(f"payload:{table}", f"statistics of {table} saved at {saved_at} are unreadable "
+                                                   f"({type(error).__name__}: {str(error)[:120]}): skipped, gathered again")
+                continue
+            stats.fingerprint = str(fingerprint)
+            return stats
+        return None
+
+    def _compact(self, by_table: Dict[str, List[Tuple[str, Any, Any]]], saves: Set[Any]) -> None:
+        """Write the latest row per table as one new save, then drop the saves just read (saves
+        made meanwhile, by this run or another, are other partitions and stay)."""
+        rows = [(name, *max(versions, key=lambda v: v[0])) for name, versions in by_table.items()]
+        save_id = f"compacted-{uuid.uuid4().hex}"
         values = exp.Values(expressions=[
             exp.Tuple(expressions=[exp.Literal.string(str(name)), exp.Literal.string(str(fingerprint)),
-                                   exp.Literal.string(saved_at), exp.Literal.number(0), exp.Literal.string(str(payload))])
+                                   exp.Literal.string(saved_at), exp.Literal.number(0), exp.Literal.string(str(payload)),
+                                   exp.Literal.string(save_id)])
             for name, saved_at, fingerprint, payload in rows
         ])
-        self.execute(exp.insert(values, self.store_table, overwrite=True).sql(DIALECT))
+        try:
+            self.execute(self._insert(values).sql(DIALECT))
+            drop = exp.Alter(this=self.store_table, kind="TABLE", actions=[exp.DropPartition(exists=True, expressions=[
+                exp.Partition(expressions=[exp.EQ(this=exp.column("save_id"), expression=exp.Literal.string(str(old)))])
+                for old in sorted(saves, key=str)])])
+            self.execute(drop.sql(DIALECT))
+        except Exception as error:  # a compaction that fails leaves more rows to read, nothing worse
+            self.warn_once("compact", f"statistics store not compacted ({first_line(error)})")
+
+    def _insert(self, values: exp.Values) -> exp.Insert:
+        table = self.store_table
+        table.set("partition", exp.Partition(expressions=[exp.column("save_id")]))
+        return exp.insert(values, table, overwrite=True)
 
     def save(self, name: str, stats: TableStats, seconds: float) -> None:
-        self._ensure_store()
+        """Keep the statistics for this run, then store them as a save of their own (a new
+        partition: concurrent saves never touch each other's files). A failed save is a
+        warning; the statistics stay in memory for the run."""
+        with self._lock:
+            self._stats[name.lower()] = stats
+            if self._store_unwritable:
+                return
         saved_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
         row = exp.Tuple(expressions=[
             exp.Literal.string(name.lower()), exp.Literal.string(stats.fingerprint or ""),
             exp.Literal.string(saved_at), exp.Literal.number(round(seconds, 3)),
             exp.Literal.string(json.dumps(stats.to_dict(), default=str)),
+            exp.Literal.string(uuid.uuid4().hex),
         ])
-        insert = exp.insert(exp.Values(expressions=[row]), self.store_table)
-        self.execute(insert.sql(DIALECT))
-        with self._lock:
-            self._stats[name.lower()] = stats
+        try:
+            self._ensure_store()
+            self.execute(self._insert(exp.Values(expressions=[row])).sql(DIALECT))
+        except Exception as error:
+            with self._lock:
+                self._store_unwritable = True  # one failed statement per run, not one per table
+            self.warn_once("save", f"statistics of {name.lower()} not saved to {self.store_table.sql(DIALECT)} "
+                                   f"({first_line(error)}): statistics are kept for this run only")
 
     # -- gathering ----------------------------------------------------------------------------
     def gather(self, name: str, key_columns: Iterable[str] = ()) -> GatherResult:
-        """The full pass: every column, with detail (heavy hitters, histogram) for key columns."""
-        info = self.describe(name)
-        self.load()
-        previous = self._stats.get(name.lower())
-        keys = {k.lower() for k in key_columns}
-        if previous is not None:  # keep detailing the keys that earlier models asked for
-            keys |= {c for c, s in previous.columns.items() if s.heavy_hitters is not None}
-        stats, seconds = self._run_pass(name, info.columns, keys, info.fingerprint)
-        stats.size_bytes = Estimate.exact(info.size_bytes) if info.size_bytes is not None else Estimate.absent()
-        self.save(name, stats, seconds)
-        return GatherResult(stats, seconds)
+        """The full pass: every column, with detail (heavy hitters, histogram) for key columns.
+        One at a time per table: a second caller waits for the first."""
+        with self._table_lock(name):
+            info = self.describe(name)
+            self.load()
+            with self._lock:
+                previous = self._stats.get(name.lower())
+            keys = {k.lower() for k in key_columns}
+            if previous is not None:  # keep detailing the keys that earlier models asked for
+                keys |= {c for c, s in previous.columns.items() if s.heavy_hitters is not None}
+            stats, seconds = self._run_pass(name, info.columns, keys, info.fingerprint)
+            stats.size_bytes = Estimate.exact(info.size_bytes) if info.size_bytes is not None else Estimate.absent()
+            with self._lock:
+                self.full_passes[name.lower()] = self.full_passes.get(name.lower(), 0) + 1
+            self.save(name, stats, seconds)
+            return GatherResult(stats, seconds)
 
     def gather_key_detail(self, name: str, stats: TableStats, key_columns: Iterable[str]) -> GatherResult:
-        """A pass over only the key columns that lack detail, merged into current statistics."""
-        info = self.describe(name)
-        wanted = {k.lower() for k in key_columns}
-        columns = {c: t for c, t in info.columns.items() if c.lower() in wanted}
-        detail, seconds = self._run_pass(name, columns, wanted, info.fingerprint)
-        for column_name, column in detail.columns.items():
-            merged = stats.columns.setdefault(column_name, column)
-            merged.heavy_hitters = column.heavy_hitters if column.heavy_hitters is not None else []
-            merged.histogram = column.histogram
-        self.save(name, stats, seconds)
-        return GatherResult(stats, seconds)
+        """A pass over only the key columns that lack detail, merged into a copy of the current
+        statistics (other threads may be reading those)."""
+        with self._table_lock(name):
+            info = self.describe(name)
+            wanted = {k.lower() for k in key_columns}
+            columns = {c: t for c, t in info.columns.items() if c.lower() in wanted}
+            detail, seconds = self._run_pass(name, columns, wanted, info.fingerprint)
+            merged_stats = TableStats.from_dict(stats.to_dict())
+            for column_name, column in detail.columns.items():
+                merged = merged_stats.columns.setdefault(column_name, column)
+                merged.heavy_hitters = column.heavy_hitters if column.heavy_hitters is not None else []
+                merged.histogram = column.histogram
+            self.save(name, merged_stats, seconds)
+            return GatherResult(merged_stats, seconds)
 
     def _run_pass(self, name: str, columns: Dict[str, str], keys: Set[str], fingerprint: str) -> Tuple[TableStats, float]:
         query = gather_query(name, columns, keys, self.heavy_hitters, self.buckets)
@@ -325,7 +417,8 @@ class StatisticsService:
         if info.is_view:
             return None, "view: no statistics (its own tables have them)"
         self.load()
-        stats = self._stats.get(name)
+        with self._lock:
+            stats = self._stats.get(name)
         if stats is None:
             return None, "never gathered"
         if stats.fingerprint != info.fingerprint:
@@ -334,7 +427,12 @@ class StatisticsService:
 
     def ensure(self, name: str, key_columns: Iterable[str] = (), auto_gather: bool = True) -> Tuple[Optional[TableStats], str, float]:
         """Current statistics of a table, gathering them when absent, stale or missing a key column's
-        detail. Returns (stats or None, what happened, seconds spent gathering)."""
+        detail. Returns (stats or None, what happened, seconds spent gathering). Under the table's
+        lock: a thread that finds another gathering the table waits and then reads its result."""
+        with self._table_lock(name):
+            return self._ensure(name, key_columns, auto_gather)
+
+    def _ensure(self, name: str, key_columns: Iterable[str], auto_gather: bool) -> Tuple[Optional[TableStats], str, float]:
         stats, state = self.current(name)
         if self.describe(name).is_view:
             return None, state, 0.0

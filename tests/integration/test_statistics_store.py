@@ -1,0 +1,261 @@
+"""The statistics store under dbt's threads and under faults, through real dbt runs.
+
+- `threads: 8`, 16 models reading 4 sources for the first time, on the session and on a Spark
+  Thrift server: no error, no model unoptimized for it, one full gathering per table;
+- a store row that does not parse costs that table's statistics only (gathered again), with one
+  warning naming the table; a store that cannot be written keeps the run's statistics in memory;
+- a fallback rewrites the model's record (the SQL that ran, and why);
+- the NULL hot-key repro: `skewed_keys` listing `none` returns the rows the model as written returns.
+"""
+
+import json
+import os
+import textwrap
+from collections import Counter
+
+import pytest
+
+from helpers.dbt_run import Events, run_dbt
+
+pytestmark = pytest.mark.integration
+
+SOURCES = ("s1", "s2", "s3", "s4")
+MODELS = 16
+
+
+def _write(root, files):
+    for path, text in files.items():
+        os.makedirs(os.path.dirname(root / path), exist_ok=True)
+        (root / path).write_text(textwrap.dedent(text).lstrip())
+
+
+def _profile(name, output):
+    lines = "\n".join("      " + line for line in textwrap.dedent(output).strip().splitlines())
+    return f"{name}:\n  target: dev\n  outputs:\n    dev:\n{lines}\n"
+
+
+def threads_project(root, source_db, stats_schema, connection):
+    """16 models, each joining two of 4 sources on `k`, built by 8 threads at once."""
+    creates = "".join(
+        f"  - \"create table if not exists {source_db}.{s} using parquet as select id, "
+        f"cast(id % {100 + i} as int) as k, concat('v', cast(id % 7 as string)) as v from range({20000 + 1000 * i})\"\n"
+        for i, s in enumerate(SOURCES))
+    project = ("name: threads\nversion: \"1.0\"\nconfig-version: 2\nprofile: threads\non-run-start:\n"
+               f"  - \"create database if not exists {source_db}\"\n{creates}"
+               "models:\n  threads:\n    +materialized: table\n")
+    files = {
+        "dbt_project.yml": project,
+        "models/sources.yml": f"""
+            version: 2
+            sources:
+              - name: src
+                schema: {source_db}
+                tables: [{', '.join('{name: %s}' % s for s in SOURCES)}]
+            """,
+    }
+    for i in range(MODELS):
+        a, b = SOURCES[i % 4], SOURCES[(i + 1 + i // 4) % 4]
+        if a == b:
+            b = SOURCES[(i + 2) % 4]
+        files[f"models/m{i:02d}.sql"] = (
+            f"select a.k, count(*) + {i} as n, max(b.v) as v from {{{{ source('src', '{a}') }}}} a "
+            f"join {{{{ source('src', '{b}') }}}} b on a.k = b.k group by a.k\n")
+    files["profiles.yml"] = _profile("threads", connection + f"""
+        threads: 8
+        optimizer:
+          stats:
+            schema: {stats_schema}
+        """)
+    _write(root, files)
+
+
+def run(root, *args, events=None):
+    return run_dbt([*args, "--project-dir", str(root), "--profiles-dir", str(root)], events)
+
+
+def records(root):
+    folder = root / "target" / "hiveopt"
+    return {name[:-5]: json.loads((folder / name).read_text()) for name in os.listdir(folder) if name.endswith(".json")}
+
+
+def check_threads_run(result, events, root, source_db):
+    assert result.success, [(r.node.name, r.status, r.message) for r in result.result.results]
+    models = [r for r in result.result.results if r.node.resource_type == "model"]
+    assert Counter(str(r.status) for r in models) == Counter({"success": MODELS})
+    hiveopt_warnings = [m for m in events.messages if "hiveopt" in m.lower() and
+                        any(w in m for w in ("not saved", "failed", "not gathered", "not optimized", "cannot"))]
+    assert hiveopt_warnings == []
+    states = Counter()
+    for name, record in records(root).items():
+        assert record["fallback_reason"] is None, (name, record["fallback_reason"])
+        gathering = record["statistics_gathering"]
+        assert len(gathering) == 2 and set(gathering) <= {f"{source_db}.{s}" for s in SOURCES}
+        for table, entry in gathering.items():
+            assert entry["state"] in ("gathered", "current"), (name, table, entry)
+            states[(table, entry["state"])] += 1
+        assert all(used["precision"] == "exact" for used in record["statistics_used"].values())
+    # One full gathering per table, whatever the threads: the others waited and used it.
+    assert {table for (table, state), n in states.items() if state == "gathered" and n == 1} == {
+        f"{source_db}.{s}" for s in SOURCES}
+    assert not [key for key, n in states.items() if key[1] == "gathered" and n != 1]
+    print(f"threads run: {MODELS} models, states {dict(states)}")
+
+
+def test_threads_on_the_session(spark, tmp_path):
+    spark.sql("DROP DATABASE IF EXISTS stt_src CASCADE")
+    spark.sql("DROP DATABASE IF EXISTS stt_stats CASCADE")
+    threads_project(tmp_path, "stt_src", "stt_stats", """
+        type: hiveopt
+        method: session
+        schema: stt
+        """)
+    events = Events()
+    result = run(tmp_path, "run", events=events)
+    check_threads_run(result, events, tmp_path, "stt_src")
+    stored = spark.sql("SELECT table_name, COUNT(*) AS n FROM stt_stats.table_statistics GROUP BY table_name").collect()
+    assert {row.table_name: row.n for row in stored} == {f"stt_src.{s}": 1 for s in SOURCES}
+
+
+@pytest.mark.thrift
+def test_threads_on_a_thrift_server(thrift_server, tmp_path):
+    threads_project(tmp_path, "stt_src", "stt_stats", f"""
+        type: hiveopt
+        method: thrift
+        host: 127.0.0.1
+        port: {thrift_server.port}
+        user: dbt
+        schema: stt
+        """)
+    events = Events()
+    result = run(tmp_path, "run", events=events)
+    check_threads_run(result, events, tmp_path, "stt_src")
+    from pyhive import hive
+
+    with hive.connect(host="127.0.0.1", port=thrift_server.port, username="dbt") as connection:
+        cursor = connection.cursor()
+        cursor.execute("SELECT table_name, COUNT(*) AS n FROM stt_stats.table_statistics GROUP BY table_name")
+        assert dict(cursor.fetchall()) == {f"stt_src.{s}": 1 for s in SOURCES}
+
+
+# -- faults and untrusted values, on the session -------------------------------------------------
+
+FAULTS = {
+    "dbt_project.yml": """
+        name: faults
+        version: "1.0"
+        config-version: 2
+        profile: faults
+        models:
+          faults:
+            +materialized: table
+        """,
+    # 90% of the fact's rows on 'hot'; NULL keys too.
+    "models/fact.sql": """
+        select case when id % 10 < 9 then 'hot' when id % 10 = 9 and id % 20 = 9 then null
+                    else concat('k', cast(id % 500 as string)) end as k, id as v
+        from range(20000)
+        """,
+    "models/dim.sql": """
+        select case when id = 0 then 'hot' else concat('k', cast(id as string)) end as k,
+               concat('name-', cast(id as string)) as name
+        from range(5000)
+        """,
+    "models/hot_left.sql": """
+        {{ config(hiveopt={'skewed_keys': {target.schema ~ '.fact': {'k': [none, 'hot']}}}) }}
+        select f.k, f.v, d.name from {{ ref('fact') }} f left join {{ ref('dim') }} d on f.k = d.k
+        """,
+    "models/joined.sql": """
+        select f.k, count(*) as n from {{ ref('fact') }} f join {{ ref('dim') }} d on f.k = d.k group by f.k
+        """,
+}
+
+
+@pytest.fixture()
+def faults(spark, tmp_path):
+    spark.sql("DROP DATABASE IF EXISTS stf CASCADE")
+    spark.sql("DROP DATABASE IF EXISTS stf_stats CASCADE")
+    _write(tmp_path, {**FAULTS, "profiles.yml": _profile("faults", """
+        type: hiveopt
+        method: session
+        schema: stf
+        threads: 4
+        optimizer:
+          broadcast_threshold_bytes: 1000
+          task_slots: 2
+          stats:
+            schema: stf_stats
+        """)})
+    return tmp_path
+
+
+def test_null_hot_key_repro_returns_the_rows_as_written(faults, spark):
+    events = Events()
+    assert run(faults, "run", events=events).success
+    record = records(faults)["hot_left"]
+    assert "rewrite_skew_joins" in record["fired_rules"], record["rules"]
+    assert "NOT f.k IN ('hot')" in record["optimized_sql"] and "NULL," not in record["optimized_sql"]
+    assert events.matching("hot_left: hiveopt setting skewed_keys['stf.fact']['k']: NULL is never a hot key; ignored")
+    built = spark.sql("SELECT k, v, name FROM stf.hot_left").collect()
+    written = spark.sql(record["original_sql"]).collect()
+    print(f"NULL hot-key repro: {len(built)} rows built, {len(written)} rows as written")
+    assert Counter(map(tuple, built)) == Counter(map(tuple, written)) and len(written) == 20000
+
+
+def test_an_unreadable_payload_costs_only_its_table(faults, spark):
+    assert run(faults, "run", "--select", "fact", "dim").success
+    assert run(faults, "run", "--select", "joined").success  # gathers fact and dim
+    spark.sql("INSERT OVERWRITE TABLE stf_stats.table_statistics PARTITION (save_id) "
+              "SELECT 'stf.dim', 'x', '9999', 0.0, '{not json', 'broken'")
+    events = Events()
+    assert run(faults, "run", "--select", "joined", events=events).success
+    warnings = events.matching("statistics of stf.dim saved at 9999 are unreadable")
+    assert len(warnings) == 1
+    gathering = records(faults)["joined"]["statistics_gathering"]
+    # The newest row of dim is skipped; its previous save is still valid and used.
+    assert gathering["stf.fact"]["state"] == "current" and gathering["stf.dim"]["state"] == "current"
+    assert not events.matching("optimizer failed") and records(faults)["joined"]["fallback_reason"] is None
+    # With no valid row left, only dim is gathered again; fact keeps its statistics.
+    spark.sql("ALTER TABLE stf_stats.table_statistics DROP PARTITION (save_id = 'broken')")
+    spark.sql("INSERT OVERWRITE TABLE stf_stats.table_statistics PARTITION (save_id) "
+              "SELECT 'stf.dim', 'x', '9999', 0.0, '{\"row_count\": \"many\"}', 'broken'")
+    good = [r.save_id for r in spark.sql("SELECT save_id FROM stf_stats.table_statistics "
+                                         "WHERE table_name = 'stf.dim' AND save_id <> 'broken'").collect()]
+    for save_id in good:
+        spark.sql(f"ALTER TABLE stf_stats.table_statistics DROP PARTITION (save_id = '{save_id}')")
+    events = Events()
+    assert run(faults, "run", "--select", "joined", events=events).success
+    assert len(events.matching("statistics of stf.dim saved at 9999 are unreadable (StatisticsError: row_count")) == 1
+    gathering = records(faults)["joined"]["statistics_gathering"]
+    assert gathering["stf.fact"]["state"] == "current" and gathering["stf.dim"]["state"] == "gathered"
+
+
+def test_a_store_that_cannot_be_written_keeps_the_statistics_of_the_run(faults, spark):
+    spark.sql("CREATE DATABASE IF NOT EXISTS stf_stats")
+    spark.sql("CREATE VIEW stf_stats.table_statistics AS SELECT 'x' AS table_name, 'x' AS fingerprint, "
+              "'0' AS saved_at, 0.0 AS gather_seconds, '{}' AS payload, 'x' AS save_id WHERE 1 = 0")
+    events = Events()
+    assert run(faults, "run", events=events).success
+    assert len(events.matching("not saved to stf_stats.table_statistics")) == 1  # one warning per run
+    by_model = records(faults)
+    assert "select_join_algorithms" in by_model["joined"]["fired_rules"] or by_model["joined"]["changed"]
+    assert all(v["precision"] == "exact" for v in by_model["joined"]["statistics_used"].values())
+
+
+def test_a_fallback_rewrites_the_record(faults, monkeypatch):
+    assert run(faults, "run").success
+    folder = faults / "target" / "hiveopt"
+    assert (folder / "joined.json").exists()
+    from dbt.adapters.hiveopt.impl import HiveoptAdapter
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("boom\n\tat org.apache.spark.Something(Something.java:1)")
+
+    monkeypatch.setattr(HiveoptAdapter, "_optimize", broken)
+    events = Events()
+    assert run(faults, "run", "--select", "joined", events=events).success
+    (warning,) = events.matching("joined: optimizer failed")
+    assert "RuntimeError: boom" in warning and "Something.java" not in warning  # one line, no stack trace
+    record = json.loads((folder / "joined.json").read_text())
+    assert record["changed"] is False and record["fallback_reason"].startswith("optimizer failed (RuntimeError: boom")
+    assert (folder / "joined.sql").read_text().strip() == record["original_sql"].strip()
+    assert "BROADCAST" not in (folder / "joined.sql").read_text()
