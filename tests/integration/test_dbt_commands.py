@@ -89,7 +89,8 @@ def test_seed_run_test_show(project, spark):
     assert run.success
     assert record(project, "joined")["fired_rules"] == ["select_join_algorithms"]
     assert record(project, "verified")["fired_rules"] == ["select_join_algorithms"]
-    assert not os.path.exists(project / "target" / "hiveopt" / "switched_off.json")  # no optimizer at all
+    off = record(project, "switched_off")  # no optimizer at all; the record says so and holds the SQL that ran
+    assert off["switched_off"] and off["fallback_reason"] == "optimizer switched off" and off["rules"] == []
     assert record(project, "rule_off")["fired_rules"] == []
     runs = {r["rule"]: r for r in record(project, "rule_off")["rules"]}
     assert runs["select_join_algorithms"]["enabled"] is False and runs["reorder_joins"]["enabled"] is True
@@ -141,3 +142,24 @@ def test_explain_command(project, capsys):
     assert main(["explain", "joined", "--project-dir", str(project)]) == 0
     out = capsys.readouterr().out
     assert "BROADCAST" in out and "+ broadcast p" in out
+
+
+def test_debug_names_a_bad_optimizer_setting(tmp_path):
+    """A bad profile setting is a clear error at `dbt debug`, naming the setting."""
+    (tmp_path / "dbt_project.yml").write_text("name: bad\nversion: '1.0'\nconfig-version: 2\nprofile: bad\n")
+    (tmp_path / "profiles.yml").write_text(textwrap.dedent("""
+        bad:
+          target: dev
+          outputs:
+            dev:
+              type: hiveopt
+              method: session
+              schema: bad
+              optimizer:
+                task_slots: 0
+                rules: {reorder: false}
+        """))
+    events = Events()
+    assert not run_dbt(["debug", "--project-dir", str(tmp_path), "--profiles-dir", str(tmp_path)], events).success
+    text = "\n".join(events.messages)
+    assert "task_slots: 0 is outside 1..inf" in text and "unknown rule 'reorder'" in text

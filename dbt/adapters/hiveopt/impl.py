@@ -33,12 +33,12 @@ from dbt.adapters.hiveopt.optimizer import (
     physical_tables,
     prepare_query,
 )
-from dbt.adapters.hiveopt.optimizer.config import ConfigError
+from dbt.adapters.hiveopt.optimizer.config import ConfigError, stats_settings
 from dbt.adapters.hiveopt.optimizer.context import FetchedValues
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import ValueFetch, plan_value_fetches
 from dbt.adapters.hiveopt.report import Report, model_label
-from dbt.adapters.hiveopt.statistics_service import DEFAULT_STATS_SCHEMA, StatisticsService
+from dbt.adapters.hiveopt.statistics_service import DEFAULT_STATS_SCHEMA, StatisticsService, first_line
 from dbt.adapters.hiveopt.verify import verify_equal
 
 logger = AdapterLogger("hiveopt")
@@ -105,7 +105,7 @@ class HiveoptAdapter(SparkAdapter):
         return block
 
     def _stats_settings(self) -> Dict[str, Any]:
-        return dict(self._optimizer_block().get("stats") or {})
+        return stats_settings(self._optimizer_block())
 
     def _run_sql(self, sql: str) -> List[tuple]:
         fetch = sql.lstrip().lower().startswith(_FETCHING)
@@ -124,6 +124,7 @@ class HiveoptAdapter(SparkAdapter):
                     stats_schema=str(settings.get("schema", DEFAULT_STATS_SCHEMA)),
                     heavy_hitters=int(settings.get("heavy_hitters", 10)),
                     buckets=int(settings.get("histogram_buckets", 32)),
+                    warn=lambda message: logger.warning(f"hiveopt: {message}"),
                 )
             return self._statistics
 
@@ -136,23 +137,34 @@ class HiveoptAdapter(SparkAdapter):
                      model_config: Optional[Dict[str, Any]] = None, materialization: Optional[str] = None,
                      temporary: bool = False) -> str:
         label = model_label(model, relation)
+        report = self._report()
         try:
             config = OptimizerConfig.from_dicts(self._optimizer_block(), model_config or {})
         except ConfigError as error:
-            logger.warning(f"{label}: {error}; running the model as written")
+            logger.warning(f"{label}: hiveopt settings: {error}; running the model as written")
+            report.write_fallback(label, sql, f"settings: {error}", materialization)
             return sql
+        for problem in config.problems:
+            logger.warning(f"{label}: hiveopt setting {problem}; ignored")
         if not config.enabled:
+            report.write_fallback(label, sql, "optimizer switched off", materialization, switched_off=True)
             return sql
         try:
             result, gathering = self._optimize(sql, label, config, materialization or "table")
         except Exception as error:  # the run never fails because of the optimizer
-            logger.warning(f"{label}: optimizer failed ({type(error).__name__}: {error}); running the model as written")
+            reason = f"optimizer failed ({first_line(error)})"
+            logger.warning(f"{label}: {reason}; running the model as written")
+            # The record tells what ran: the SQL as written, and why.
+            report.write_fallback(label, sql, reason, materialization)
             return sql
         if result.fallback_reason and not result.switched_off:
             logger.warning(f"{label}: not optimized ({result.fallback_reason}); running the model as written")
+        for warning in result.warnings:
+            logger.warning(f"{label}: {warning}")
         record = result.to_dict()
-        record.update(model=label, materialization=materialization, temporary=bool(temporary), statistics_gathering=gathering)
-        self._report().write(label, result.sql, record)
+        record.update(model=label, materialization=materialization, temporary=bool(temporary), statistics_gathering=gathering,
+                      setting_problems=config.problems)
+        report.write(label, result.sql, record)
         if result.changed:
             fired = ", ".join(result.fired_rules)
             logger.info(f"{label}: {fired} ({result.elapsed_ms:.0f} ms)")
@@ -204,7 +216,12 @@ class HiveoptAdapter(SparkAdapter):
                 db, _, table = name.partition(".")
                 if table not in schema.get(db, {}):
                     continue
-                stats, state, seconds = service.ensure(name, keys.get(name, ()), auto_gather=auto)
+                try:
+                    stats, state, seconds = service.ensure(name, keys.get(name, ()), auto_gather=auto)
+                except Exception as error:  # this table's statistics are absent; the rules that need them skip
+                    service.warn_once(f"gather:{name}", f"statistics of {name} not gathered ({first_line(error)})")
+                    gathering[name] = {"state": f"failed: {first_line(error)}", "seconds": 0.0}
+                    continue
                 gathering[name] = {"state": state, "seconds": round(seconds, 3)}
                 if stats is not None:
                     statistics.put(name, stats)
@@ -282,7 +299,7 @@ class HiveoptAdapter(SparkAdapter):
                 self._report().add_gathering(label, name, result.seconds, build_seconds, ratio)
                 logger.debug(f"{label}: statistics of {name} in {result.seconds:.2f}s (build {build_seconds}s)")
         except Exception as error:
-            logger.warning(f"{label}: statistics not gathered ({type(error).__name__}: {error})")
+            logger.warning(f"{label}: statistics not gathered ({first_line(error)})")
         return ""
 
     @available

@@ -47,6 +47,15 @@ class Report:
             with open(self._path(label, ".json"), "w") as handle:
                 json.dump(record, handle, indent=2, default=str)
 
+    def write_fallback(self, label: str, sql: str, reason: str, materialization: Optional[str],
+                       switched_off: bool = False) -> None:
+        """The record of a model the optimizer did not touch: the SQL that ran (as written) and why,
+        replacing whatever an earlier run wrote."""
+        self.write(label, sql, {
+            "model": label, "materialization": materialization, "changed": False, "fallback_reason": reason,
+            "switched_off": switched_off, "fired_rules": [], "rules": [], "original_sql": sql, "optimized_sql": sql,
+        })
+
     def read(self, label: str) -> Optional[Dict[str, Any]]:
         path = self._path(label, ".json")
         if not os.path.exists(path):
