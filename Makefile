@@ -8,7 +8,7 @@ TPCH_DIR := $(CURDIR)/data/tpch-$(TPCH_SCALE)
 export HIVEOPT_TPCH_DIR := $(TPCH_DIR)
 PYTEST_ARGS ?=
 
-.PHONY: install data demo test bench clean
+.PHONY: install data demo test bench fuzz clean
 
 # A regular (not editable) install: dbt finds adapters by listing dbt/adapters/*/ in
 # site-packages (`dbt init`, `dbt --version`), which an editable install does not populate.
@@ -47,6 +47,12 @@ bench: install
 	$(BIN)/python bench/correlation.py
 	$(BIN)/python bench/optimizer_time.py
 	$(BIN)/python bench/pruning.py
+
+# The differential fuzzer: random queries, statistics and config; original vs optimized on Spark.
+N ?= 1000
+SEED ?= 1
+fuzz: install
+	$(BIN)/python -m fuzz --queries $(N) --seed $(SEED)
 
 clean:
 	rm -rf integration_tests/target integration_tests/logs integration_tests/.hiveopt-spark .pytest_cache

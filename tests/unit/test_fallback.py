@@ -6,7 +6,7 @@ from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, St
 from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
 from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
 
-SCHEMA = {"db": {"t": {"k": "int", "Name": "string"}, "u": {"k": "int"}}}
+SCHEMA = {"db": {"t": {"k": "int", "Name": "string"}, "u": {"k": "int"}, "v": {"k": "int", "j": "int"}}}
 STATS = StatsCatalog.from_dict({"db.t": {"row_count": 10**8}, "db.u": {"row_count": 10}})
 
 
@@ -22,6 +22,9 @@ def run(sql, **config):
     ("SELECT nope FROM db.t", "cannot qualify"),
     ("SELECT k + 1 FROM db.t", "without an alias"),
     ("SELECT t.k FROM db.t JOIN db.u ON t.k = u.k", None),
+    # Found by the fuzzer: sqlglot reads `name.k` as a field of column `name` when `name` aliases a
+    # SEMI or ANTI joined table that has a column of that name.
+    ("SELECT t.k FROM db.t ANTI JOIN db.v AS j ON t.k = j.k", "a column read as a field"),
 ])
 def test_fallback_reasons(sql, reason):
     result = run(sql)
