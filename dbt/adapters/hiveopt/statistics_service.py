@@ -212,6 +212,7 @@ class StatisticsService:
         self._warn = warn or (lambda message: None)
         self._lock = threading.RLock()  # guards the dicts below
         self._load_lock = threading.Lock()
+        self._store_lock = threading.Lock()
         self._table_locks: Dict[str, threading.RLock] = {}
         self._infos: Dict[str, TableInfo] = {}
         self._stats: Dict[str, TableStats] = {}
@@ -258,7 +259,7 @@ class StatisticsService:
 
     # -- the store ----------------------------------------------------------------------------
     def _ensure_store(self) -> None:
-        with self._lock:
+        with self._store_lock:  # not self._lock: threads reading the dicts need not wait for DDL
             if self._store_ready:
                 return
             self.execute(f"CREATE DATABASE IF NOT EXISTS {exp.to_identifier(self.stats_schema).sql(DIALECT)}")
