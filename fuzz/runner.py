@@ -1,0 +1,422 @@
+"""One fuzz case end to end, and a run of many with its counts.
+
+A case is a query, statistics, config, a materialization, Spark settings (ANSI mode, mostly on
+as Spark 4's default; adaptive execution on or off; 1, 2 or 4 shuffle partitions) and how the
+partition-pruning pre-pass behaves. `run_case` builds the OptimizerContext as the adapter does
+(impl.py `_optimize`): prepare the query, plan the small-side value fetches and run them on
+Spark with `fetch_small_side_values` (or simulate a failed fetch, or none), then `optimize`; when
+the SQL changed it runs the original and the optimized query on Spark and compares column names,
+column types and the rows as multisets (compare.py).
+
+Outcomes: `unchanged` (ran the original only, or nothing), `same`, `mismatch` (names, types or
+rows differ), `optimized_error` (the optimized SQL fails where the original ran),
+`original_error` (the original fails: a generator bug), `optimizer_raised` (an exception escaped
+the optimizer or its pre-pass: the adapter would fail the dbt run), `nondeterministic_duplicated`
+(a query with rand() whose optimized SQL calls it more often), `optimized_timeout` (the
+optimized query ran past QUERY_TIMEOUT_SECONDS where the original did not: reported, not a
+result difference), `original_timeout`, `skipped` (a non-deterministic
+query, not compared), `inputs_rejected` (OptimizerConfig.from_dicts refused the drawn profile: its
+own validation, counted apart). A table whose statistics payload does not parse is left out of
+the catalog, as the statistics store skips it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import re
+import sys
+import threading
+import time
+import traceback
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional
+
+from dbt.adapters.hiveopt.impl import fetch_small_side_values
+from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, TableStats, key_columns, optimize, prepare_query
+from dbt.adapters.hiveopt.optimizer.statistics import StatisticsError
+from dbt.adapters.hiveopt.optimizer.context import FetchedValues
+from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
+from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import plan_value_fetches
+
+from fuzz import inputs
+from fuzz.compare import RowDiff, compare_rows
+from fuzz.queries import Query, QueryGenerator
+from fuzz.tables import FuzzData
+
+# Rules that rewrite SQL (reuse_repeated_subqueries only records): each should fire on at least
+# this share of the queries, or the run warns that the generator no longer exercises it.
+REWRITING_RULES = tuple(r for r in RULE_NAMES if r != "reuse_repeated_subqueries")
+MIN_FIRE_SHARE = 0.05
+BIG_RESULT_ROWS = 60_000
+# A query still running after this long is cancelled (counted apart, as a timeout).
+QUERY_TIMEOUT_SECONDS = 120.0
+FAILURES = ("mismatch", "optimized_error", "optimizer_raised", "nondeterministic_duplicated", "optimized_timeout")
+
+
+@dataclass
+class Case:
+    seed: int
+    index: int
+    query: Query
+    stats: Dict[str, Any]
+    profile: Dict[str, Any]
+    model: Dict[str, Any]
+    materialization: str
+    ansi: bool
+    fetch_mode: str  # "fetch", "fail" (a simulated timeout), "none" (no pre-pass)
+    # Spark settings of the case's runs (both queries run under the same ones)
+    adaptive: bool = True
+    shuffle_partitions: int = 4
+
+    def spark_settings(self) -> Dict[str, str]:
+        return {"spark.sql.ansi.enabled": str(self.ansi).lower(), "spark.sql.adaptive.enabled": str(self.adaptive).lower(),
+                "spark.sql.shuffle.partitions": str(self.shuffle_partitions)}
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dict(seed=self.seed, index=self.index, shape=self.query.shape, sql=self.query.sql,
+                    deterministic=self.query.deterministic, statistics=self.stats, profile=self.profile,
+                    model=self.model, materialization=self.materialization, ansi=self.ansi,
+                    fetch_mode=self.fetch_mode, adaptive=self.adaptive, shuffle_partitions=self.shuffle_partitions)
+
+
+@dataclass
+class Outcome:
+    case: Case
+    kind: str
+    optimized_sql: Optional[str] = None
+    changed: bool = False
+    fallback: Optional[str] = None
+    switched_off: bool = False
+    fired: List[str] = field(default_factory=list)
+    decisions: List[dict] = field(default_factory=list)
+    error: Optional[str] = None
+    detail: Optional[str] = None  # what differs, for a mismatch
+    diff: Optional[RowDiff] = None
+    original_ran: bool = False
+    both_ran: bool = False
+    rows: int = 0
+    fetched: Dict[str, Any] = field(default_factory=dict)
+    seconds: Dict[str, float] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return self.kind in FAILURES
+
+
+def make_case(data: FuzzData, seed: int, index: int) -> Case:
+    """Case `index` of a run with `seed`: each case draws from its own generator, so one case can
+    be replayed alone (`python -m fuzz --seed S --case I`)."""
+    case_seed = seed * 1_000_003 + index
+    rng = random.Random(f"inputs:{case_seed}")
+    query = QueryGenerator(data, seed=case_seed).query()
+    try:  # what the adapter's collector would look at: the tables read, their key columns
+        prepared = prepare_query(query.sql, data.schema())
+        keys, tables = key_columns(prepared.expression), [t.split(".")[-1] for t in prepared.tables]
+    except Exception:
+        keys, tables = {}, []
+    stats = inputs.random_statistics(rng, data, keys)
+    profile, model = inputs.random_config(rng, data, tables, stats, keys)
+    return Case(seed, index, query, stats, profile, model, inputs.random_materialization(rng), rng.random() < 0.8,
+                inputs.random_fetch_mode(rng), adaptive=rng.random() < 0.5, shuffle_partitions=rng.choice([1, 2, 4]))
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    text = re.sub(r"\s+", " ", text.split("\n\n")[0])
+    return f"{type(error).__name__}: {text[:400]}"
+
+
+def _collect(spark, sql: str):
+    frame = spark.sql(sql)
+    rows = frame.collect()
+    types = [f.dataType.simpleString() for f in frame.schema.fields]
+    return frame.columns, types, [tuple(r) for r in rows]
+
+
+class QueryTimeout(Exception):
+    pass
+
+
+def _attempt(spark, sql: str, timeout: float = QUERY_TIMEOUT_SECONDS):
+    """((column names, types, rows), None), or ((None, None, None), the error). The query's jobs
+    are cancelled after `timeout` seconds (a QueryTimeout)."""
+    context = spark.sparkContext
+    group = f"fuzz-{threading.get_ident()}-{time.perf_counter_ns()}"
+    context.setJobGroup(group, "hiveopt fuzz", interruptOnCancel=True)
+    timer = threading.Timer(timeout, context.cancelJobGroup, args=(group,))
+    timer.start()
+    started = time.perf_counter()
+    try:
+        return _collect(spark, sql), None
+    except Exception as error:
+        if time.perf_counter() - started >= timeout:
+            return (None, None, None), QueryTimeout(f"cancelled after {timeout:.0f} s")
+        return (None, None, None), error
+    finally:
+        timer.cancel()
+
+
+class Runner:
+    """Runs cases on one SparkSession (the caller's), with the fuzzer's tables written to it."""
+
+    def __init__(self, spark, data: FuzzData, run_unchanged: bool = True, codegen: bool = False, parallel: bool = True):
+        self.spark, self.data = spark, data
+        self.run_unchanged = run_unchanged
+        self.schema, self.partitioning = data.schema(), data.partitioning()
+        self._pool = ThreadPoolExecutor(max_workers=2 if parallel else 1, thread_name_prefix="fuzz-spark")
+        self._saved: Dict[str, Optional[str]] = {}
+        settings = {"spark.sql.ansi.enabled": None, "spark.sql.adaptive.enabled": None, "spark.sql.shuffle.partitions": None}
+        if not codegen:
+            # Interpreted evaluation: the same results, without compiling code for every new plan
+            # (which costs more than running these small queries).
+            settings.update({"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"})
+        for key, value in settings.items():
+            self._saved[key] = spark.conf.get(key, None)
+            if value is not None:
+                spark.conf.set(key, value)
+        # PySpark logs every failing query's stack trace at ERROR: the outcomes say it in one line.
+        from pyspark.logger import PySparkLogger
+
+        self._loggers = {name: PySparkLogger.getLogger(name) for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")}
+        self._levels = {name: logger.level for name, logger in self._loggers.items()}
+        for logger in self._loggers.values():
+            logger.setLevel(logging.CRITICAL + 10)
+
+    def close(self) -> None:
+        """Give the session its settings (and PySpark's loggers their levels) back."""
+        self._pool.shutdown(wait=True)
+        for name, logger in self._loggers.items():
+            logger.setLevel(self._levels[name])
+        for key, value in self._saved.items():
+            if value is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, value)
+
+    # -- one case ---------------------------------------------------------------------------
+    def optimize_case(self, case: Case, outcome: Outcome):
+        """The adapter's path: config, statistics, prepare, the fetch pre-pass, optimize."""
+        config, statistics = self.inputs(case)
+        sql = case.query.sql
+        try:
+            prepared = prepare_query(sql, self.schema)
+        except Exception:
+            prepared = None
+        fetched: Dict[str, FetchedValues] = {}
+        if prepared is not None and config.prune_fetch_values and case.fetch_mode != "none":
+            fetches = plan_value_fetches(prepared.expression, self.schema, statistics, config, case.materialization,
+                                         self.partitioning)
+            for fetch in fetches:
+                if case.fetch_mode == "fail":
+                    def run(_sql):
+                        raise TimeoutError("timed out after 20.0s (simulated)")
+                else:
+                    def run(query_sql):
+                        return [tuple(row) for row in self.spark.sql(query_sql).collect()]
+                fetched[fetch.key] = fetch_small_side_values(fetch, config.prune_max_values, run)
+        outcome.fetched = {k: dict(values=v.values, low=v.low, high=v.high, error=v.error) for k, v in fetched.items()}
+        context = OptimizerContext(schema=self.schema, statistics=statistics, config=config, model=f"case {case.index}",
+                                   materialization=case.materialization, partitioning=self.partitioning,
+                                   fetched_values=fetched)
+        return optimize(sql, context, prepared)
+
+    @staticmethod
+    def inputs(case: Case):
+        """(config, statistics) as the adapter has them: the profile must be valid (dbt debug
+        refuses it otherwise: ConfigError), a bad model setting is ignored; a table whose
+        statistics payload does not parse is absent, as the statistics store skips it."""
+        config = OptimizerConfig.from_dicts(case.profile, case.model)
+        statistics = StatsCatalog()
+        for name, payload in case.stats.items():
+            try:
+                statistics.put(name, TableStats.from_dict(payload))
+            except StatisticsError:
+                continue
+        return config, statistics
+
+    def run_case(self, case: Case) -> Outcome:
+        outcome = Outcome(case, "unchanged")
+        started = time.perf_counter()
+        try:
+            self.inputs(case)
+        except Exception as error:  # the profile's own validation
+            outcome.kind, outcome.error = "inputs_rejected", _first_line(error)
+            return outcome
+        for key, value in case.spark_settings().items():
+            self.spark.conf.set(key, value)
+        try:
+            result = self.optimize_case(case, outcome)
+        except Exception as error:
+            outcome.kind, outcome.error = "optimizer_raised", _first_line(error)
+            outcome.detail = traceback.format_exc(limit=-6)
+            outcome.seconds["optimize"] = time.perf_counter() - started
+            return outcome
+        outcome.seconds["optimize"] = time.perf_counter() - started
+        outcome.optimized_sql, outcome.changed = result.sql, result.changed
+        outcome.fallback, outcome.switched_off = result.fallback_reason, result.switched_off
+        outcome.fired = result.fired_rules
+        outcome.decisions = [d.to_dict() for r in result.rules for d in r.decisions if d.fired]
+        sql = case.query.sql
+        if not case.query.deterministic:
+            calls = lambda text: len(re.findall(r"\brand\s*\(", text, flags=re.I))
+            outcome.kind = "skipped"
+            if result.changed and calls(result.sql) > calls(sql):
+                outcome.kind = "nondeterministic_duplicated"
+                outcome.error = f"rand() called {calls(sql)} times in the original, {calls(result.sql)} in the optimized SQL"
+            return outcome
+        if not result.changed and not self.run_unchanged:
+            return outcome
+        ran = time.perf_counter()
+        # The two queries run side by side (one session, two jobs): the driver plans one while
+        # the executors run the other.
+        futures = [self._pool.submit(_attempt, self.spark, text) for text in ([sql, result.sql] if result.changed else [sql])]
+        (names, types, rows), error = futures[0].result()
+        optimized = futures[1].result() if result.changed else None
+        outcome.seconds["spark"] = time.perf_counter() - ran
+        if error is not None:
+            outcome.kind = "original_timeout" if isinstance(error, QueryTimeout) else "original_error"
+            outcome.error = _first_line(error)
+            return outcome
+        outcome.original_ran, outcome.rows = True, len(rows)
+        if optimized is None:
+            return outcome
+        (names2, types2, rows2), error = optimized
+        if error is not None:
+            outcome.kind = "optimized_timeout" if isinstance(error, QueryTimeout) else "optimized_error"
+            outcome.error = _first_line(error)
+            return outcome
+        outcome.both_ran = True
+        problems = []
+        if names2 != names:
+            problems.append(f"column names {names} -> {names2}")
+        if types2 != types:
+            problems.append(f"column types {types} -> {types2}")
+        diff = compare_rows(rows, rows2)
+        if not diff.equal:
+            problems.append(f"rows: {len(diff.only_original)} only in the original, {len(diff.only_optimized)} only in "
+                            f"the optimized result (of {len(rows)} and {len(rows2)})")
+        outcome.kind = "mismatch" if problems else "same"
+        outcome.detail = "; ".join(problems) or None
+        outcome.diff = diff
+        return outcome
+
+
+# -- a run ----------------------------------------------------------------------------------------
+@dataclass
+class Summary:
+    queries: int = 0
+    original_ran: int = 0
+    changed: int = 0
+    both_ran: int = 0
+    kinds: Counter = field(default_factory=Counter)
+    shapes: Counter = field(default_factory=Counter)
+    fired: Counter = field(default_factory=Counter)
+    fired_by_shape: Dict[str, Counter] = field(default_factory=dict)
+    fallbacks: Counter = field(default_factory=Counter)
+    switched_off: int = 0
+    big_results: int = 0
+    original_errors: List[Outcome] = field(default_factory=list)
+    failures: List[Outcome] = field(default_factory=list)
+    seconds: float = 0.0
+    phase_seconds: Counter = field(default_factory=Counter)
+
+    def add(self, outcome: Outcome) -> None:
+        self.queries += 1
+        self.kinds[outcome.kind] += 1
+        self.shapes[outcome.case.query.shape] += 1
+        self.original_ran += outcome.original_ran
+        self.changed += outcome.changed
+        self.both_ran += outcome.both_ran
+        self.big_results += outcome.rows > BIG_RESULT_ROWS
+        for rule in outcome.fired:
+            self.fired[rule] += 1
+            self.fired_by_shape.setdefault(rule, Counter())[outcome.case.query.shape] += 1
+        if outcome.switched_off:
+            self.switched_off += 1
+        elif outcome.fallback:
+            self.fallbacks[fallback_prefix(outcome.fallback)] += 1
+        if outcome.kind == "original_error":
+            self.original_errors.append(outcome)
+        if outcome.failed:
+            self.failures.append(outcome)
+        for phase, seconds in outcome.seconds.items():
+            self.phase_seconds[phase] += seconds
+
+    def quiet_rules(self) -> List[str]:
+        return [r for r in REWRITING_RULES if self.fired[r] < MIN_FIRE_SHARE * max(self.queries, 1)]
+
+    def lines(self) -> List[str]:
+        q = max(self.queries, 1)
+        out = [
+            f"queries: {self.queries}",
+            f"original ran: {self.original_ran}",
+            f"changed by the optimizer: {self.changed} ({self.changed / q:.0%})",
+            f"executed both ways: {self.both_ran}",
+            f"mismatches: {self.kinds['mismatch']}",
+            f"optimized-only Spark errors: {self.kinds['optimized_error']}",
+            f"optimizer exceptions (would fail the dbt run): {self.kinds['optimizer_raised']}",
+            f"rand() duplicated: {self.kinds['nondeterministic_duplicated']}",
+            f"optimized-only timeouts ({QUERY_TIMEOUT_SECONDS:.0f} s): {self.kinds['optimized_timeout']}",
+            f"original errors (generator bugs): {self.kinds['original_error']} (and {self.kinds['original_timeout']} timeouts)",
+            f"profiles rejected by config validation: {self.kinds['inputs_rejected']}",
+            f"results over {BIG_RESULT_ROWS} rows: {self.big_results}",
+            f"switched off by config: {self.switched_off}",
+            f"fallbacks: {sum(self.fallbacks.values())}",
+        ]
+        out += [f"  {n:5d}  {reason}" for reason, n in self.fallbacks.most_common()]
+        out.append("rules fired (queries, share of all queries; by shape):")
+        for rule in RULE_NAMES:
+            shapes = ", ".join(f"{s} {n}" for s, n in (self.fired_by_shape.get(rule) or Counter()).most_common())
+            out.append(f"  {rule:36s} {self.fired[rule]:5d}  {self.fired[rule] / q:6.1%}  ({shapes or '-'})")
+        out.append("shapes: " + ", ".join(f"{s} {n}" for s, n in self.shapes.most_common()))
+        per = self.seconds / q
+        phases = ", ".join(f"{p} {s / q * 1000:.0f} ms" for p, s in sorted(self.phase_seconds.items()))
+        out.append(f"time: {self.seconds:.1f} s, {per * 1000:.0f} ms per query ({phases})")
+        for rule in self.quiet_rules():
+            out.append(f"WARNING: {rule} fired on {self.fired[rule] / q:.1%} of the queries (< {MIN_FIRE_SHARE:.0%})")
+        return out
+
+
+def fallback_prefix(reason: str) -> str:
+    """A fallback reason without its specifics (the first clause)."""
+    head = re.split(r"[:(]", reason, maxsplit=1)[0].strip()
+    return head[:80]
+
+
+def run(spark, data: FuzzData, queries: int, seed: int, on_failure: Optional[Callable[[Outcome], None]] = None,
+        run_unchanged: bool = True, progress_every: int = 200, progress=sys.stderr, start: int = 0) -> Summary:
+    from fuzz.tables import create_tables
+
+    create_tables(spark, data)
+    runner = Runner(spark, data, run_unchanged=run_unchanged)
+    summary = Summary()
+    started = time.perf_counter()
+    try:
+        for index in range(start, start + queries):
+            case = make_case(data, seed, index)
+            outcome = runner.run_case(case)
+            summary.add(outcome)
+            if outcome.failed and on_failure is not None:
+                on_failure(outcome)
+            done = index - start + 1
+            if progress is not None and progress_every and done % progress_every == 0:
+                elapsed = time.perf_counter() - started
+                print(f"[fuzz] {done}/{queries} queries, {elapsed:.0f} s, {len(summary.failures)} failures, "
+                      f"{summary.kinds['original_error']} original errors", file=progress, flush=True)
+    finally:
+        summary.seconds = time.perf_counter() - started
+        runner.close()
+    return summary
+
+
+def write_finding(folder: str, record: Dict[str, Any]) -> str:
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"seed{record['case']['seed']}-case{record['case']['index']}-{record['kind']}.json")
+    with open(path, "w") as handle:
+        json.dump(record, handle, indent=2, default=str, ensure_ascii=False)
+    return path
