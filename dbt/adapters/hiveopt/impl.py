@@ -20,24 +20,19 @@ from dbt.adapters.spark.impl import SparkAdapter
 from dbt.adapters.spark.connections import SparkConnectionMethod
 
 from dbt.adapters.hiveopt.connections import HiveoptConnectionManager, session_task_slots
+from dbt.adapters.hiveopt.model_inputs import InputGatherer, fetch_small_side_values  # noqa: F401 (fuzz/ imports it here)
 from dbt.adapters.hiveopt.optimizer import (
     OptimizerConfig,
     OptimizerContext,
     RULE_NAMES,
-    StatsCatalog,
     UnsupportedQuery,
-    key_columns,
     needs_statistics,
     optimize,
     parse_query,
-    physical_tables,
-    prepare_query,
 )
+from dbt.adapters.hiveopt.optimizer.pipeline import NOTHING_TO_REWRITE, pass_through
 from dbt.adapters.hiveopt.optimizer.config import ConfigError, stats_settings
-from dbt.adapters.hiveopt.optimizer.context import FetchedValues
-from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
-from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import ValueFetch, plan_value_fetches
-from dbt.adapters.hiveopt.report import Report, model_label
+from dbt.adapters.hiveopt.report import Report, RunSummary, model_label
 from dbt.adapters.hiveopt.statistics_service import DEFAULT_STATS_SCHEMA, StatisticsService, first_line
 from dbt.adapters.hiveopt.verify import verify_equal
 
@@ -61,24 +56,6 @@ def read_by_models(graph: Dict[str, Any], unique_id: str) -> bool:
     )
 
 
-def fetch_small_side_values(fetch: ValueFetch, max_values: int, run) -> FetchedValues:
-    """Run one small side's key query (and its min/max when the list is longer than max_values)
-    with `run(sql) -> rows`; any failure is recorded, and the rule then leaves the join to Spark."""
-    started = time.perf_counter()
-    try:
-        rows = run(fetch.values_query.sql(DIALECT))
-        if len(rows) > max_values:
-            ((low, high),) = run(fetch.range_query.sql(DIALECT))
-            result = FetchedValues(low=low, high=high)
-        else:
-            result = FetchedValues(values=[row[0] for row in rows])
-    except Exception as error:
-        first = str(error).splitlines()[0][:200] if str(error) else ""
-        result = FetchedValues(error=f"fetch failed ({type(error).__name__}: {first})")
-    result.seconds = time.perf_counter() - started
-    return result
-
-
 _FETCHING = ("select", "describe", "show", "with", "values", "(")
 
 
@@ -88,7 +65,8 @@ class HiveoptAdapter(SparkAdapter):
     def __init__(self, config, mp_context=None) -> None:  # type: ignore[no-untyped-def]
         super().__init__(config, mp_context)
         self._hiveopt_lock = threading.Lock()
-        self._statistics: Optional[StatisticsService] = None
+        self._inputs: Optional[InputGatherer] = None
+        self._summary = RunSummary()
         self._build_started: Dict[str, float] = {}
 
     @classmethod
@@ -116,17 +94,23 @@ class HiveoptAdapter(SparkAdapter):
 
     @property
     def statistics(self) -> StatisticsService:
+        return self.inputs.statistics
+
+    @property
+    def inputs(self) -> InputGatherer:
+        """Catalog, statistics and value fetches for this invocation (one cache for all threads)."""
         with self._hiveopt_lock:
-            if self._statistics is None:
+            if self._inputs is None:
                 settings = self._stats_settings()
-                self._statistics = StatisticsService(
+                service = StatisticsService(
                     self._run_sql,
                     stats_schema=str(settings.get("schema", DEFAULT_STATS_SCHEMA)),
                     heavy_hitters=int(settings.get("heavy_hitters", 10)),
                     buckets=int(settings.get("histogram_buckets", 32)),
                     warn=lambda message: logger.warning(f"hiveopt: {message}"),
                 )
-            return self._statistics
+                self._inputs = InputGatherer(service, self._run_bounded, debug=logger.debug)
+            return self._inputs
 
     def _report(self) -> Report:
         return Report.for_project(self.config)
@@ -138,16 +122,21 @@ class HiveoptAdapter(SparkAdapter):
                      temporary: bool = False) -> str:
         label = model_label(model, relation)
         report = self._report()
+        if relation is not None and getattr(relation, "schema", None) and getattr(relation, "identifier", None):
+            # Built now: what this invocation's catalog cache says of it no longer holds.
+            self.inputs.forget(f"{relation.schema}.{relation.identifier}")
         try:
             config = OptimizerConfig.from_dicts(self._optimizer_block(), model_config or {})
         except ConfigError as error:
             logger.warning(f"{label}: hiveopt settings: {error}; running the model as written")
             report.write_fallback(label, sql, f"settings: {error}", materialization)
+            self._summary.add(label, "fell back", "settings error")
             return sql
         for problem in config.problems:
             logger.warning(f"{label}: hiveopt setting {problem}; ignored")
         if not config.enabled:
             report.write_fallback(label, sql, "optimizer switched off", materialization, switched_off=True)
+            self._summary.add(label, "unchanged", "optimizer switched off")
             return sql
         try:
             result, gathering = self._optimize(sql, label, config, materialization or "table")
@@ -156,6 +145,7 @@ class HiveoptAdapter(SparkAdapter):
             logger.warning(f"{label}: {reason}; running the model as written")
             # The record tells what ran: the SQL as written, and why.
             report.write_fallback(label, sql, reason, materialization)
+            self._summary.add(label, "fell back", "optimizer failed")
             return sql
         if result.fallback_reason and not result.switched_off:
             logger.warning(f"{label}: not optimized ({result.fallback_reason}); running the model as written")
@@ -165,6 +155,7 @@ class HiveoptAdapter(SparkAdapter):
         record.update(model=label, materialization=materialization, temporary=bool(temporary), statistics_gathering=gathering,
                       setting_problems=config.problems)
         report.write(label, result.sql, record)
+        self._summary.add_result(label, result)
         if result.changed:
             fired = ", ".join(result.fired_rules)
             logger.info(f"{label}: {fired} ({result.elapsed_ms:.0f} ms)")
@@ -177,70 +168,20 @@ class HiveoptAdapter(SparkAdapter):
         return result.sql
 
     def _optimize(self, sql: str, label: str, config: OptimizerConfig, materialization: str):
-        """I/O first (catalog, statistics), then the pure optimizer."""
+        """From the SQL alone first: a model no enabled rule could rewrite (no join, no subquery)
+        costs no I/O and runs as written. Otherwise its inputs (catalog, statistics, fetched
+        values), then the pure optimizer."""
         if not any(config.rule_enabled(name) for name in RULE_NAMES):
             return optimize(sql, OptimizerContext(config=config, model=label)), {}
         try:
             parsed = parse_query(sql)
         except UnsupportedQuery as error:
             return optimize(sql, OptimizerContext(config=config, model=label)), {"skipped": str(error)}
-        tables = physical_tables(parsed)
-        service = self.statistics
-        schema: Dict[str, Dict[str, Dict[str, str]]] = {}
-        bucketing: Dict[str, List[str]] = {}
-        partitioning: Dict[str, List[str]] = {}
-        for name in tables:
-            if "." not in name:
-                continue  # temp views and CTE-less bare names: qualify reports the missing schema
-            db, table = name.split(".", 1)
-            try:
-                info = service.describe(name)
-            except Exception as error:
-                logger.debug(f"{label}: cannot describe {name}: {error}")
-                continue
-            schema.setdefault(db, {})[table] = dict(info.columns)
-            if info.bucket_columns:
-                bucketing[name] = list(info.bucket_columns)
-            if info.partition_columns:
-                partitioning[name] = list(info.partition_columns)
-        statistics = StatsCatalog()
-        gathering: Dict[str, Any] = {}
+        if not needs_statistics(parsed, config):
+            return pass_through(sql, NOTHING_TO_REWRITE), {}
         auto = bool(self._stats_settings().get("auto_gather", True))
-        try:
-            prepared = prepare_query(sql, schema, parsed=parsed)
-        except Exception:
-            prepared = None  # optimize() prepares it again and reports why; no statistics I/O for it
-        if prepared is not None and needs_statistics(prepared.expression, config):
-            keys = key_columns(prepared.expression)
-            for name in tables:
-                db, _, table = name.partition(".")
-                if table not in schema.get(db, {}):
-                    continue
-                try:
-                    stats, state, seconds = service.ensure(name, keys.get(name, ()), auto_gather=auto)
-                except Exception as error:  # this table's statistics are absent; the rules that need them skip
-                    service.warn_once(f"gather:{name}", f"statistics of {name} not gathered ({first_line(error)})")
-                    gathering[name] = {"state": f"failed: {first_line(error)}", "seconds": 0.0}
-                    continue
-                gathering[name] = {"state": state, "seconds": round(seconds, 3)}
-                if stats is not None:
-                    statistics.put(name, stats)
-        fetched: Dict[str, FetchedValues] = {}
-        if prepared is not None and config.prune_fetch_values:
-            # Partition pruning's pre-pass: the optimizer says which small-side keys to fetch.
-            # Without a fetch (prune_fetch_values off) the rule writes semi-join filters where they win.
-            fetches = plan_value_fetches(prepared.expression, schema, statistics, config, materialization, partitioning)
-            fetched = {fetch.key: self._fetch_values(fetch, config, label) for fetch in fetches}
-        context = OptimizerContext(schema=schema, statistics=statistics, config=config, model=label,
-                                   materialization=materialization, bucketing=bucketing,
-                                   partitioning=partitioning, fetched_values=fetched)
-        return optimize(sql, context, prepared), gathering  # one parse and one qualification per model
-
-    def _fetch_values(self, fetch: ValueFetch, config: OptimizerConfig, label: str) -> FetchedValues:
-        deadline = time.perf_counter() + config.prune_fetch_timeout_seconds
-        result = fetch_small_side_values(fetch, config.prune_max_values, lambda sql: self._run_bounded(sql, deadline))
-        logger.debug(f"{label}: fetched small-side keys in {result.seconds:.3f}s: {result.error or 'ok'}")
-        return result
+        inputs = self.inputs.gather(sql, parsed, config, label, materialization, auto_gather=auto)
+        return optimize(sql, inputs.context, inputs.prepared), inputs.gathering  # one parse and one qualification per model
 
     def _run_bounded(self, sql: str, deadline: float) -> List[tuple]:
         """A query on the session's SparkSession, cancelled at the deadline (its Spark jobs run in
@@ -269,6 +210,21 @@ class HiveoptAdapter(SparkAdapter):
             context.setLocalProperty("spark.jobGroup.id", None)
             context.setLocalProperty("spark.job.description", None)
             context.setLocalProperty("spark.job.interruptOnCancel", None)
+
+    def cleanup_connections(self) -> None:
+        """dbt calls this once at the end of an invocation: the optimizer's one closing line."""
+        line = self._summary.line()
+        if line:
+            logger.info(line)
+        super().cleanup_connections()
+
+    @available
+    def hiveopt_before_build(self, model: Optional[Dict[str, Any]] = None) -> str:
+        """A build that does not pass through optimize_sql (a seed) starts now: its statistics
+        cost is compared with the build's time."""
+        if model and model.get("unique_id"):
+            self._build_started[model["unique_id"]] = time.perf_counter()
+        return ""
 
     @available
     def hiveopt_after_build(self, relations: Any, model: Optional[Dict[str, Any]] = None,
@@ -304,12 +260,23 @@ class HiveoptAdapter(SparkAdapter):
 
     @available
     def hiveopt_analyze(self, relations: List[str]) -> List[str]:
-        """Gather statistics now for `db.table` names; one summary line per table."""
+        """Gather statistics now for `db.table` names; one summary line per table. A view holds no
+        data: the tables it reads are analyzed instead, and models estimate the view from them."""
         lines = []
         for name in relations:
-            self.statistics.describe(name, refresh=True)
-            result = self.statistics.gather(name)
-            stats = result.stats
-            lines.append(f"hiveopt: analyzed {name}: {int(stats.row_count.value or 0)} rows, "
-                         f"{len(stats.columns)} columns in {result.seconds:.2f}s")
+            name = name.lower()
+            if self.statistics.describe(name, refresh=True).is_view:
+                under = self.inputs.tables_under(name)
+                lines.append(f"hiveopt: {name} is a view: it has no statistics of its own; models estimate it "
+                             f"through its definition over {', '.join(under) or 'no table'}, analyzed now")
+                lines += [self._analyze_table(table) for table in under]
+            else:
+                lines.append(self._analyze_table(name))
         return lines
+
+    def _analyze_table(self, name: str) -> str:
+        self.statistics.describe(name, refresh=True)
+        result = self.statistics.gather(name)
+        stats = result.stats
+        return (f"hiveopt: analyzed {name}: {int(stats.row_count.value or 0)} rows, "
+                f"{len(stats.columns)} columns in {result.seconds:.2f}s")

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any, Dict, Optional
+from collections import Counter
+from typing import Any, Dict, List, Optional, Tuple
 
 _lock = threading.Lock()
 
@@ -86,3 +87,61 @@ class Report:
             os.makedirs(self.folder, exist_ok=True)
             with open(path, "w") as handle:
                 json.dump(record, handle, indent=2, default=str)
+
+
+class RunSummary:
+    """What the optimizer did with the models of one dbt invocation, for its one closing line.
+
+    >>> summary = RunSummary()
+    >>> summary.add("a", "optimized")
+    >>> summary.add("b", "unchanged", "no join or subquery")
+    >>> summary.add("c", "unchanged", "no join or subquery")
+    >>> summary.add("unit_test.t", "unchanged", "no join or subquery")  # not a model
+    >>> summary.line()
+    '3 models: 1 optimized, 2 unchanged (2 no join or subquery), 0 fell back'
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._outcomes: List[Tuple[str, str, str]] = []
+
+    def add(self, label: str, kind: str, reason: str = "") -> None:
+        if "." in label:  # unit tests and other nodes that are not models
+            return
+        with self._lock:
+            self._outcomes.append((label, kind, reason))
+
+    def add_result(self, label: str, result: Any) -> None:
+        """Classify an OptimizedQuery: optimized, unchanged (and why), or fell back (and why)."""
+        if result.changed:
+            self.add(label, "optimized")
+        elif result.switched_off:
+            self.add(label, "unchanged", "rules switched off")
+        elif result.fallback_reason:
+            self.add(label, "fell back", _category(result.fallback_reason))
+        elif result.unchanged_reason:
+            self.add(label, "unchanged", result.unchanged_reason)
+        else:
+            absent = sorted(t for t, used in (result.statistics_used or {}).items()
+                            if isinstance(used, dict) and used.get("precision") == "absent")
+            self.add(label, "unchanged", f"statistics absent for {', '.join(absent[:2])}{' ...' if len(absent) > 2 else ''}"
+                     if absent else "no rewrite found a gain")
+
+    def line(self, reasons: int = 3) -> Optional[str]:
+        """One line, or None when no model went through the optimizer; the list is then emptied."""
+        with self._lock:
+            outcomes, self._outcomes = self._outcomes, []
+        if not outcomes:
+            return None
+        kinds = Counter(kind for _, kind, _ in outcomes)
+        parts = []
+        for kind in ("optimized", "unchanged", "fell back"):
+            why = Counter(reason for _, k, reason in outcomes if k == kind and reason).most_common(reasons)
+            detail = f" ({', '.join(f'{n} {reason}' for reason, n in why)})" if why else ""
+            parts.append(f"{kinds[kind]} {kind}{detail}")
+        return f"{len(outcomes)} models: {', '.join(parts)}"
+
+
+def _category(reason: str) -> str:
+    """A fallback reason without its particulars: `cannot parse: ...` -> `cannot parse`."""
+    return reason.split(":")[0].split("(")[0].strip()[:60]

@@ -40,6 +40,10 @@ STATS_TABLE = "table_statistics"
 # waits for the read: 126 one-row files took 0.64 s to collect on a warm local session, one 0.21 s.
 COMPACT_AFTER_SUPERSEDED_ROWS = 200
 COMPACT_AFTER_SAVES = 16
+# Tables up to this size (seeds, small dimensions) get exact distinct counts (COUNT(DISTINCT):
+# Spark expands the rows once per column, which on a few MB stays small), so joins to them are
+# estimated from exact numbers.
+EXACT_NDV_MAX_BYTES = 8 * 1024 * 1024
 DEFAULT_HEAVY_HITTERS = 10
 DEFAULT_HISTOGRAM_BUCKETS = 32
 # approx_percentile accuracy: 1/accuracy is the relative rank error (Spark's default is 10000).
@@ -62,6 +66,9 @@ class TableInfo:
     size_bytes: Optional[int] = None
     partition_columns: List[str] = field(default_factory=list)
     bucket_columns: List[str] = field(default_factory=list)
+    # Views: the SQL they stand for, and the database their bare table names are read in.
+    view_text: str = ""
+    view_db: str = ""
 
     @property
     def is_view(self) -> bool:
@@ -109,17 +116,21 @@ def parse_describe(name: str, rows: Sequence[Tuple[Any, ...]]) -> TableInfo:
         except ValueError:
             size = None
     buckets = [c.strip(" `") for c in details.get("Bucket Columns", "").strip("[]").split(",") if c.strip(" `")]
+    namespace = details.get("View Catalog and Namespace", "")
     return TableInfo(
         name=name.lower(), columns=columns, kind=details.get("Type", "MANAGED"),
         created=details.get("Created Time", ""), size_bytes=size, partition_columns=partitions,
-        bucket_columns=buckets,
+        bucket_columns=buckets, view_text=details.get("View Text", ""),
+        view_db=namespace.rsplit(".", 1)[-1].strip("`") if namespace else "",
     )
 
 
 def gather_query(table: str, columns: Dict[str, str], key_columns: Iterable[str],
-                 heavy_hitters: int = DEFAULT_HEAVY_HITTERS, buckets: int = DEFAULT_HISTOGRAM_BUCKETS) -> exp.Select:
+                 heavy_hitters: int = DEFAULT_HEAVY_HITTERS, buckets: int = DEFAULT_HISTOGRAM_BUCKETS,
+                 exact_ndv: bool = False) -> exp.Select:
     """The one aggregate pass, as an AST. Results are strings (to_json for arrays) so that dbt's
-    agate conversion and the Thrift protocol return the same thing."""
+    agate conversion and the Thrift protocol return the same thing. `exact_ndv`: COUNT(DISTINCT)
+    instead of approx_count_distinct (small tables: seeds, dimensions)."""
     keys = {k.lower() for k in key_columns}
     projections: List[exp.Expression] = [exp.alias_(exp.Count(this=exp.Star()), "row_count")]
     for i, (name, data_type) in enumerate(columns.items()):
@@ -128,7 +139,9 @@ def gather_query(table: str, columns: Dict[str, str], key_columns: Iterable[str]
         projections.append(exp.alias_(exp.Count(this=column.copy()), f"c{i}_nonnull"))
         if base not in ATOMIC_TYPES:
             continue
-        projections.append(exp.alias_(exp.func("approx_count_distinct", column.copy()), f"c{i}_ndv"))
+        ndv = (exp.Count(this=exp.Distinct(expressions=[column.copy()])) if exact_ndv
+               else exp.func("approx_count_distinct", column.copy()))
+        projections.append(exp.alias_(ndv, f"c{i}_ndv"))
         if base in ORDERED_TYPES:
             projections.append(exp.alias_(exp.cast(exp.Min(this=column.copy()), "string"), f"c{i}_min"))
             projections.append(exp.alias_(exp.cast(exp.Max(this=column.copy()), "string"), f"c{i}_max"))
@@ -161,7 +174,8 @@ def _typed(value: Any, base: str) -> Any:
     return str(value)
 
 
-def parse_gather_row(names: Sequence[str], row: Sequence[Any], columns: Dict[str, str], fingerprint: str) -> TableStats:
+def parse_gather_row(names: Sequence[str], row: Sequence[Any], columns: Dict[str, str], fingerprint: str,
+                     exact_ndv: bool = False) -> TableStats:
     values = dict(zip(names, row))
     rows = int(float(values["row_count"]))
     stats = TableStats(row_count=Estimate.exact(rows), fingerprint=fingerprint,
@@ -173,7 +187,8 @@ def parse_gather_row(names: Sequence[str], row: Sequence[Any], columns: Dict[str
         if nonnull is not None:
             column.null_count = Estimate.exact(rows - int(float(nonnull)))
         if values.get(f"c{i}_ndv") is not None:
-            column.ndv = Estimate.estimated(float(values[f"c{i}_ndv"]))
+            ndv = float(values[f"c{i}_ndv"])
+            column.ndv = Estimate.exact(ndv) if exact_ndv else Estimate.estimated(ndv)
         column.min = _typed(values.get(f"c{i}_min"), base)
         column.max = _typed(values.get(f"c{i}_max"), base)
         if values.get(f"c{i}_width") is not None:
@@ -256,6 +271,11 @@ class StatisticsService:
             with self._lock:
                 self._infos[name] = info
             return info
+
+    def forget(self, name: str) -> None:
+        """Drop what DESCRIBE said of a relation this invocation is about to (re)build."""
+        with self._lock:
+            self._infos.pop(name.lower(), None)
 
     # -- the store ----------------------------------------------------------------------------
     def _ensure_store(self) -> None:
@@ -400,12 +420,14 @@ class StatisticsService:
             return GatherResult(merged_stats, seconds)
 
     def _run_pass(self, name: str, columns: Dict[str, str], keys: Set[str], fingerprint: str) -> Tuple[TableStats, float]:
-        query = gather_query(name, columns, keys, self.heavy_hitters, self.buckets)
+        size = self.describe(name).size_bytes
+        exact = size is not None and size <= EXACT_NDV_MAX_BYTES
+        query = gather_query(name, columns, keys, self.heavy_hitters, self.buckets, exact_ndv=exact)
         started = time.perf_counter()
         rows = self.execute(query.sql(DIALECT))
         seconds = time.perf_counter() - started
         names = [p.alias_or_name for p in query.selects]
-        stats = parse_gather_row(names, rows[0], columns, fingerprint)
+        stats = parse_gather_row(names, rows[0], columns, fingerprint, exact_ndv=exact)
         for key in keys:  # detail asked for: [] records "gathered, nothing hot" (or not applicable)
             if key in stats.columns and stats.columns[key].heavy_hitters is None:
                 stats.columns[key].heavy_hitters = []

@@ -54,6 +54,8 @@ class OptimizedQuery:
     fallback_reason: Optional[str] = None
     # The configuration switched the optimizer or every rule off: a choice, not a failure.
     switched_off: bool = False
+    # Why a query the optimizer did not fail on is unchanged, when known before any rule ran.
+    unchanged_reason: Optional[str] = None
     rules: List[RuleRun] = field(default_factory=list)
     estimates: Dict[str, Any] = field(default_factory=dict)
     statistics_used: Dict[str, Any] = field(default_factory=dict)
@@ -72,6 +74,7 @@ class OptimizedQuery:
         return {
             "changed": self.changed,
             "fallback_reason": self.fallback_reason,
+            "unchanged_reason": self.unchanged_reason,
             "fired_rules": self.fired_rules,
             "warnings": self.warnings,
             "optimizer_ms": round(self.elapsed_ms, 3),

@@ -88,6 +88,18 @@ def needs_statistics(expression: exp.Expression, config: OptimizerConfig) -> boo
         expression.find(exp.Join) is not None or expression.find(exp.Subquery) is not None)
 
 
+NOTHING_TO_REWRITE = "no join or subquery"
+
+
+def pass_through(sql: str, reason: str) -> OptimizedQuery:
+    """The query as written, with why no rule looked at it (decided before any I/O).
+
+    >>> pass_through("SELECT a FROM t", NOTHING_TO_REWRITE).to_dict()["unchanged_reason"]
+    'no join or subquery'
+    """
+    return OptimizedQuery(sql=sql, original_sql=sql, unchanged_reason=reason)
+
+
 def _arguments(rule: Rule, available: dict) -> dict:
     """Pass a rule only the arguments it asks for (sqlglot's optimize() does the same)."""
     wanted = inspect.signature(rule).parameters

@@ -14,3 +14,12 @@
   {%- do adapter.hiveopt_after_build(result['relations'], model, config.get('hiveopt'), graph) -%}
   {{ return(result) }}
 {% endmaterialization %}
+
+
+{#-- Seeds get statistics as they load (exact: they are small), when a model reads them. --#}
+{% materialization seed, adapter='hiveopt' %}
+  {%- do adapter.hiveopt_before_build(model) -%}
+  {%- set result = materialization_seed_default() -%}
+  {%- do adapter.hiveopt_after_build(result['relations'], model, config.get('hiveopt'), graph) -%}
+  {{ return(result) }}
+{% endmaterialization %}

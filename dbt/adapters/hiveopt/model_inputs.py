@@ -1,0 +1,210 @@
+"""What the optimizer needs from Spark for one model, gathered in one place: the catalog
+(DESCRIBE, cached per invocation), statistics (the store, gathered when absent or stale), views
+seen through their definitions, and the partition-pruning pre-pass's key values. Free of dbt:
+every statement goes through the StatisticsService's `execute(sql) -> rows` seam and the value
+fetch through `run_bounded(sql, deadline) -> rows`, so the adapter's methods stay a few lines.
+
+A view holds no data and gets no statistics of its own: its numbers are derived from its SQL
+(the catalog's view text) over the statistics of what it reads, recursively down to tables
+(Hive's CBO plans a view as the query it stands for). Nothing about a view is stored: each
+invocation derives it from the tables' current statistics, so a view over a rebuilt table gets
+fresh estimates.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+
+from sqlglot import exp
+
+from dbt.adapters.hiveopt.optimizer import (
+    OptimizerConfig,
+    OptimizerContext,
+    StatsCatalog,
+    TableStats,
+    UnsupportedQuery,
+    key_columns,
+    needs_statistics,
+    parse_query,
+    physical_tables,
+    prepare_query,
+)
+from dbt.adapters.hiveopt.optimizer.context import FetchedValues
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery
+from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import ValueFetch, plan_value_fetches
+from dbt.adapters.hiveopt.optimizer.view_statistics import base_key_columns, view_statistics
+from dbt.adapters.hiveopt.statistics_service import StatisticsService, first_line
+
+RunBounded = Callable[[str, float], List[Tuple[Any, ...]]]
+# Views over views over ...: deeper than this, the view is left without statistics.
+MAX_VIEW_DEPTH = 8
+
+
+def fetch_small_side_values(fetch: ValueFetch, max_values: int, run) -> FetchedValues:
+    """Run one small side's key query (and its min/max when the list is longer than max_values)
+    with `run(sql) -> rows`; any failure is recorded, and the rule then leaves the join to Spark."""
+    started = time.perf_counter()
+    try:
+        rows = run(fetch.values_query.sql(DIALECT))
+        if len(rows) > max_values:
+            ((low, high),) = run(fetch.range_query.sql(DIALECT))
+            result = FetchedValues(low=low, high=high)
+        else:
+            result = FetchedValues(values=[row[0] for row in rows])
+    except Exception as error:
+        first = str(error).splitlines()[0][:200] if str(error) else ""
+        result = FetchedValues(error=f"fetch failed ({type(error).__name__}: {first})")
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+@dataclass
+class ModelInputs:
+    """The optimizer's inputs for one model (see `InputGatherer.gather`)."""
+
+    context: OptimizerContext
+    prepared: Optional[PreparedQuery] = None
+    # table -> {"state": what happened, "seconds": gathering time}, for the model's record.
+    gathering: Dict[str, Any] = field(default_factory=dict)
+
+
+class InputGatherer:
+    """Catalog, statistics and fetched values for models, cached for one dbt invocation."""
+
+    def __init__(self, statistics: StatisticsService, run_bounded: Optional[RunBounded] = None,
+                 debug: Callable[[str], None] = lambda message: None):
+        self.statistics = statistics
+        self.run_bounded = run_bounded
+        self.debug = debug
+
+    def forget(self, name: str) -> None:
+        """The invocation is about to build `name`: what the catalog said of it no longer holds."""
+        self.statistics.forget(name)
+
+    def gather(self, sql: str, parsed: exp.Query, config: OptimizerConfig, label: str, materialization: str,
+               auto_gather: bool = True) -> ModelInputs:
+        """Describe what the model reads, prepare it, and get statistics for the tables (and the
+        views, through their definitions) when an enabled rule could use them."""
+        schema: Dict[str, Dict[str, Dict[str, str]]] = {}
+        bucketing: Dict[str, List[str]] = {}
+        partitioning: Dict[str, List[str]] = {}
+        views: Set[str] = set()
+        tables = [name for name in physical_tables(parsed) if "." in name]  # bare names: temp views
+        for name in tables:
+            db, table = name.split(".", 1)
+            try:
+                info = self.statistics.describe(name)
+            except Exception as error:
+                self.debug(f"{label}: cannot describe {name}: {error}")
+                continue
+            schema.setdefault(db, {})[table] = dict(info.columns)
+            if info.is_view:
+                views.add(name)
+            if info.bucket_columns:
+                bucketing[name] = list(info.bucket_columns)
+            if info.partition_columns:
+                partitioning[name] = list(info.partition_columns)
+        catalog = StatsCatalog()
+        inputs = ModelInputs(OptimizerContext(schema=schema, statistics=catalog, config=config, model=label,
+                                              materialization=materialization, bucketing=bucketing,
+                                              partitioning=partitioning))
+        try:
+            inputs.prepared = prepare_query(sql, schema, parsed=parsed)
+        except Exception:
+            return inputs  # optimize() prepares it again and reports why; no statistics I/O for it
+        if not needs_statistics(inputs.prepared.expression, config):
+            return inputs
+        keys = key_columns(inputs.prepared.expression)
+        for name in tables:
+            db, _, table = name.partition(".")
+            if table not in schema.get(db, {}):
+                continue
+            if name in views:
+                stats = self._view(name, keys.get(name, set()), auto_gather, inputs.gathering, depth=0, seen=())
+            else:
+                stats = self._table(name, keys.get(name, ()), auto_gather, inputs.gathering)
+            if stats is not None:
+                catalog.put(name, stats)
+        if config.prune_fetch_values:
+            # Partition pruning's pre-pass: the optimizer says which small-side keys to fetch.
+            # Without a fetch (prune_fetch_values off) the rule writes semi-join filters where they win.
+            fetches = plan_value_fetches(inputs.prepared.expression, schema, catalog, config, materialization, partitioning)
+            inputs.context.fetched_values = {fetch.key: self._fetch(fetch, config, label) for fetch in fetches}
+        return inputs
+
+    def tables_under(self, view: str, depth: int = 0) -> List[str]:
+        """The tables a view reads, through the views it reads (for `hiveopt analyze` of a view)."""
+        info = self.statistics.describe(view)
+        if not info.view_text or depth >= MAX_VIEW_DEPTH:
+            return []
+        default_db = info.view_db or view.split(".", 1)[0]
+        out: List[str] = []
+        for base in physical_tables(parse_query(info.view_text)):
+            base = base if "." in base else f"{default_db}.{base}"
+            for table in (self.tables_under(base, depth + 1) if self.statistics.describe(base).is_view else [base]):
+                if table not in out:
+                    out.append(table)
+        return out
+
+    # -- tables and views -----------------------------------------------------------------------
+    def _table(self, name: str, keys: Iterable[str], auto_gather: bool, gathering: Dict[str, Any]) -> Optional[TableStats]:
+        try:
+            stats, state, seconds = self.statistics.ensure(name, keys, auto_gather=auto_gather)
+        except Exception as error:  # this table's statistics are absent; the rules that need them skip
+            self.statistics.warn_once(f"gather:{name}", f"statistics of {name} not gathered ({first_line(error)})")
+            gathering[name] = {"state": f"failed: {first_line(error)}", "seconds": 0.0}
+            return None
+        gathering[name] = {"state": state, "seconds": round(seconds, 3)}
+        return stats
+
+    def _view(self, name: str, keys: Set[str], auto_gather: bool, gathering: Dict[str, Any], depth: int,
+              seen: Tuple[str, ...]) -> Optional[TableStats]:
+        """The view's statistics derived from its definition, after the statistics of what it
+        reads (gathered when absent, with key detail for the columns behind `keys`)."""
+        try:
+            info = self.statistics.describe(name)
+            if not info.view_text:
+                raise UnsupportedQuery("the catalog holds no text for it")
+            if depth >= MAX_VIEW_DEPTH or name in seen:
+                raise UnsupportedQuery("views nested too deep, or a view that reads itself")
+            default_db = info.view_db or name.split(".", 1)[0]
+            parsed = parse_query(info.view_text)
+            bases = [t if "." in t else f"{default_db}.{t}" for t in physical_tables(parsed)]
+            schema: Dict[str, Dict[str, Dict[str, str]]] = {}
+            base_infos = {}
+            for base in bases:
+                base_infos[base] = self.statistics.describe(base)
+                db, table = base.split(".", 1)
+                schema.setdefault(db, {})[table] = dict(base_infos[base].columns)
+            wanted = base_key_columns(info.view_text, schema, keys, default_db)
+            below = StatsCatalog()
+            for base in bases:
+                if base_infos[base].is_view:
+                    stats = self._view(base, wanted.get(base, set()), auto_gather, gathering, depth + 1, seen + (name,))
+                else:
+                    stats = self._table(base, wanted.get(base, ()), auto_gather, gathering)
+                if stats is not None:
+                    below.put(base, stats)
+            derived = view_statistics(info.view_text, schema, below, default_db)
+        except Exception as error:
+            gathering[name] = {"state": f"view: not estimated ({first_line(error)})", "seconds": 0.0}
+            return None
+        over = ", ".join(bases)
+        if derived is None:
+            gathering[name] = {"state": f"view: not estimated (no statistics below it: {over})", "seconds": 0.0}
+            return None
+        gathering[name] = {"state": f"view: estimated through its definition over {over}", "seconds": 0.0,
+                           "rows": derived.row_count.to_dict()}
+        return derived
+
+    # -- the pruning pre-pass -------------------------------------------------------------------
+    def _fetch(self, fetch: ValueFetch, config: OptimizerConfig, label: str) -> FetchedValues:
+        if self.run_bounded is None:
+            return FetchedValues(error="fetch failed (this connection cannot bound a query)")
+        deadline = time.perf_counter() + config.prune_fetch_timeout_seconds
+        result = fetch_small_side_values(fetch, config.prune_max_values, lambda sql: self.run_bounded(sql, deadline))
+        self.debug(f"{label}: fetched small-side keys in {result.seconds:.3f}s: {result.error or 'ok'}")
+        return result

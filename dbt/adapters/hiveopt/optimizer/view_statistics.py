@@ -1,0 +1,103 @@
+"""Statistics of a view, derived from its definition (Hive's CBO plans a view as the query it
+stands for). A view holds no data, so nothing is gathered for it: its row count and column
+statistics are estimated from its SQL over the statistics of the relations it reads, the way
+the estimator sizes a derived table. Heavy hitters, histograms, min/max and NDVs of the base
+columns flow up through the view's projections (renamed as the view names them) and are cut
+by its filters like any other estimate.
+
+>>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
+>>> schema = {"db": {"t": {"k": "int", "s": "string"}}}
+>>> stats = StatsCatalog.from_dict({"db.t": {"row_count": 1000, "columns": {
+...     "k": {"ndv": 100, "min": 1, "max": 100, "heavy_hitters": [[7, 400]]}}}})
+>>> view = view_statistics("SELECT k AS key, s FROM db.t", schema, stats)
+>>> view.row_count.value, view.row_count.precision.name, view.column("key").ndv.value
+(1000.0, 'EXACT', 100.0)
+>>> view.column("key").heavy_hitters
+[(7, 400.0)]
+>>> view_statistics("SELECT k FROM db.t WHERE k > 50", schema, stats).row_count.precision.name
+'ESTIMATED'
+>>> view_statistics("SELECT k FROM db.u", {"db": {"u": {"k": "int"}}}, stats) is None  # no statistics below
+True
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set
+
+from sqlglot import exp
+
+from dbt.adapters.hiveopt.optimizer.estimator import ColumnEstimate, Estimator
+from dbt.adapters.hiveopt.optimizer.prepare import key_columns, prepare_query
+from dbt.adapters.hiveopt.optimizer.statistics import ColumnStats, Estimate, StatsCatalog, TableStats
+
+Schema = Dict[str, Dict[str, Dict[str, str]]]
+
+
+def view_statistics(view_sql: str, schema: Schema, statistics: StatsCatalog,
+                    default_db: Optional[str] = None) -> Optional[TableStats]:
+    """The view's statistics as the estimator derives them from its SQL, or None when its row
+    count cannot be estimated (a relation below it has no statistics: rules then skip, as for
+    any relation without statistics). Raises UnsupportedQuery for SQL the optimizer cannot read."""
+    prepared = prepare_query(view_sql, schema, default_db)
+    estimate = Estimator(prepared.expression, schema, statistics).estimate(prepared.expression)
+    if estimate.rows.is_absent:
+        return None
+    rows = estimate.rows
+    out = TableStats(row_count=rows, size_bytes=estimate.bytes())
+    for name, column in estimate.columns.items():
+        out.columns[name] = _column_stats(column, rows)
+    return out
+
+
+def _column_stats(column: ColumnEstimate, rows: Estimate) -> ColumnStats:
+    """A column estimate back in the terms statistics are stored in (counts, not fractions)."""
+    null_count = rows * column.null_fraction if not column.null_fraction.is_absent else Estimate.absent()
+    heavy = None
+    if column.heavy_hitters is not None and not rows.is_absent:
+        heavy = [(value, fraction * rows.value) for value, fraction in column.heavy_hitters]
+    string = (column.data_type or "").split("(")[0] in ("string", "varchar", "char", "binary")
+    return ColumnStats(
+        ndv=column.ndv, null_count=null_count, avg_width=column.width if string else Estimate.absent(),
+        min=column.min, max=column.max, data_type=column.data_type, heavy_hitters=heavy,
+        histogram=column.histogram,
+    )
+
+
+def base_key_columns(view_sql: str, schema: Schema, view_keys: Set[str],
+                     default_db: Optional[str] = None) -> Dict[str, Set[str]]:
+    """The base columns to gather key detail (heavy hitters, histograms) for, by `db.table`:
+    the view's own join and filter keys, and the base columns behind the view columns a model
+    uses as keys (a projection that is a plain column, possibly renamed).
+
+    >>> schema = {"db": {"t": {"k": "int", "s": "string"}, "u": {"k": "int"}}}
+    >>> base_key_columns("SELECT k AS key, s FROM db.t", schema, {"key"})
+    {'db.t': {'k'}}
+    >>> sorted(base_key_columns("SELECT t.s FROM db.t JOIN db.u ON t.k = u.k", schema, set()).items())
+    [('db.t', {'k'}), ('db.u', {'k'})]
+    """
+    prepared = prepare_query(view_sql, schema, default_db)
+    expression = prepared.expression
+    keys = key_columns(expression)
+    select = expression if isinstance(expression, exp.Select) else None
+    if select is None or not view_keys:
+        return keys
+    sources = _table_sources(select)
+    wanted = {k.lower() for k in view_keys}
+    for projection in select.selects:
+        inner = projection.unalias()
+        if projection.alias_or_name.lower() in wanted and isinstance(inner, exp.Column):
+            table = sources.get(inner.table.lower())
+            if table:
+                keys.setdefault(table, set()).add(inner.name.lower())
+    return keys
+
+
+def _table_sources(select: exp.Select) -> Dict[str, str]:
+    """alias -> `db.table` for the plain tables of a block's FROM and joins."""
+    out: Dict[str, str] = {}
+    items: List[exp.Expression] = [select.args["from_"].this] if select.args.get("from_") else []
+    items += [join.this for join in select.args.get("joins") or []]
+    for item in items:
+        if isinstance(item, exp.Table) and item.db:
+            out[item.alias_or_name.lower()] = f"{item.db}.{item.name}".lower()
+    return out

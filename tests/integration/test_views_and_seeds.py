@@ -1,0 +1,224 @@
+"""A project as analytics engineers build it: seeds, staging views over sources and seeds, and a
+mart that joins four views in a bad order. Through real dbt runs on the session, next to plain
+dbt-spark:
+
+- the mart is reordered and hinted through the views (their statistics derived from their
+  definitions down to the seeds' and sources' statistics), and its rows equal dbt-spark's;
+- seeds get statistics when `dbt seed` loads them (exact distinct counts: they are small);
+- a single-table view model costs nothing: it issues exactly the statements dbt-spark issues;
+- a view over a rebuilt table gets fresh estimates in the next run;
+- Spark honours a BROADCAST hint that names a view's alias;
+- the run ends with one line saying what the optimizer did.
+"""
+
+import json
+import os
+import re
+import textwrap
+from collections import Counter
+
+import pytest
+
+from helpers.dbt_run import Events, run_dbt
+
+pytestmark = pytest.mark.integration
+
+SOURCE_DB = "vws_src"
+REGIONS = ["AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST"]
+
+
+def _write(root, files):
+    for path, text in files.items():
+        os.makedirs(os.path.dirname(root / path), exist_ok=True)
+        (root / path).write_text(textwrap.dedent(text).lstrip())
+
+
+def project(root, orders_rows=60000):
+    nations = "nation_key,nation_name,region_key\n" + "".join(f"{i},NATION {i},{i % 5}\n" for i in range(25))
+    regions = "region_key,region_name\n" + "".join(f"{i},{name}\n" for i, name in enumerate(REGIONS))
+    files = {
+        "dbt_project.yml": f"""
+            name: views
+            version: "1.0"
+            config-version: 2
+            profile: views
+            on-run-start:
+              - "create database if not exists {SOURCE_DB}"
+              - "create table if not exists {SOURCE_DB}.customers using parquet as select id as c_id,
+                 cast(id % 25 as int) as c_nation, concat('customer ', cast(id as string)) as c_name from range(6000)"
+              - "create table if not exists {SOURCE_DB}.orders using parquet as select id as o_id,
+                 id % 6000 as o_customer, cast(id % 997 as double) as o_amount from range({orders_rows})"
+            models:
+              views:
+                staging:
+                  +materialized: view
+                marts:
+                  +materialized: table
+            """,
+        "seeds/nations.csv": nations,
+        "seeds/regions.csv": regions,
+        "models/staging/sources.yml": f"""
+            version: 2
+            sources:
+              - name: shop
+                schema: {SOURCE_DB}
+                tables: [{{name: customers}}, {{name: orders}}]
+            """,
+        "models/staging/stg_customers.sql": """
+            select c_id as customer_id, c_nation as nation_key, c_name as customer_name
+            from {{ source('shop', 'customers') }}
+            """,
+        "models/staging/stg_orders.sql": """
+            select o_id as order_id, o_customer as customer_id, o_amount as amount
+            from {{ source('shop', 'orders') }}
+            """,
+        "models/staging/stg_nations.sql": "select nation_key, nation_name, region_key from {{ ref('nations') }}\n",
+        "models/staging/stg_regions.sql": "select region_key, region_name from {{ ref('regions') }}\n",
+        # As the business reads it, region down to the orders: written so, the fact is the last
+        # join's right side (the side Spark builds from); a reorder exists for this.
+        "models/marts/asia_revenue.sql": """
+            select n.nation_name, sum(o.amount) as revenue, count(*) as orders
+            from {{ ref('stg_regions') }} r
+            join {{ ref('stg_nations') }} n on n.region_key = r.region_key
+            join {{ ref('stg_customers') }} c on c.nation_key = n.nation_key
+            join {{ ref('stg_orders') }} o on o.customer_id = c.customer_id
+            where r.region_name = 'ASIA'
+            group by n.nation_name
+            """,
+    }
+    _write(root, files)
+
+
+def profiles(root, schema):
+    _write(root, {"profiles.yml": f"""
+        views:
+          target: hiveopt
+          outputs:
+            hiveopt:
+              type: hiveopt
+              method: session
+              schema: {schema}
+              threads: 4
+              optimizer:
+                stats:
+                  schema: {schema}_stats
+            spark:
+              type: spark
+              method: session
+              host: localhost
+              schema: {schema}_plain
+              threads: 4
+        """})
+
+
+class Statements(Events):
+    """dbt's events, and the SQL statements each node's connection sent."""
+
+    def __init__(self):
+        super().__init__()
+        self.by_node = {}
+
+    def __call__(self, event):
+        super().__call__(event)
+        if event.info.name == "SQLQuery":
+            self.by_node.setdefault(event.data.conn_name, []).append(event.data.sql)
+
+
+def dbt(root, *args, events=None):
+    return run_dbt([*args, "--project-dir", str(root), "--profiles-dir", str(root)], events)
+
+
+def record(root, model):
+    with open(root / "target" / "hiveopt" / f"{model}.json") as handle:
+        return json.load(handle)
+
+
+@pytest.fixture()
+def views_project(spark, tmp_path):
+    for db in (SOURCE_DB, "vws", "vws_stats", "vws_plain"):
+        spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")
+    project(tmp_path)
+    profiles(tmp_path, "vws")
+    return tmp_path
+
+
+def test_mart_over_views_is_reordered_and_hinted(spark, views_project):
+    root = views_project
+    events = Statements()
+    result = dbt(root, "build", events=events)
+    assert result.success, [(r.node.name, r.status, r.message) for r in result.result.results]
+
+    mart = record(root, "asia_revenue")
+    assert mart["fired_rules"][:1] == ["reorder_joins"] and "select_join_algorithms" in mart["fired_rules"]
+    assert "BROADCAST(" in mart["optimized_sql"]
+    # Every view the mart reads was estimated through its definition, down to tables with statistics.
+    for view, base in (("stg_orders", f"{SOURCE_DB}.orders"), ("stg_customers", f"{SOURCE_DB}.customers"),
+                       ("stg_nations", "vws.nations"), ("stg_regions", "vws.regions")):
+        state = mart["statistics_gathering"][f"vws.{view}"]["state"]
+        assert state == f"view: estimated through its definition over {base}", state
+        assert mart["statistics_used"][f"vws.{view}"]["precision"] != "absent"
+    assert mart["statistics_used"]["vws.stg_orders"]["rows"] == 60000
+    # The mart's keys reached the base tables: heavy hitters gathered for the columns behind them.
+    stored = {r.table_name: json.loads(r.payload) for r in spark.sql(
+        "SELECT table_name, payload FROM vws_stats.table_statistics").collect()}
+    assert stored[f"{SOURCE_DB}.orders"]["columns"]["o_customer"].get("heavy_hitters") is not None
+    # Seeds got statistics as dbt seed loaded them, with exact distinct counts; no view has any.
+    assert stored["vws.nations"]["columns"]["nation_key"]["ndv"] == {"value": 25.0, "precision": "exact"}
+    assert not [name for name in stored if name.startswith("vws.stg_")]
+    # One closing line.
+    (line,) = events.matching("models: ")
+    assert "5 models: 1 optimized, 4 unchanged (4 no join or subquery), 0 fell back" in line, line
+
+    # The same project with plain dbt-spark: the same rows.
+    plain = dbt(root, "build", "--target", "spark")
+    assert plain.success
+    ours = Counter(tuple(r) for r in spark.sql("SELECT * FROM vws.asia_revenue").collect())
+    theirs = Counter(tuple(r) for r in spark.sql("SELECT * FROM vws_plain.asia_revenue").collect())
+    assert ours == theirs and len(ours) == 5
+
+
+def test_a_single_table_view_costs_nothing(spark, views_project):
+    """stg_orders reads one table, with no join or subquery: hiveopt adds no statement to it."""
+    root = views_project
+    assert dbt(root, "seed").success
+    counts = {}
+    for target in ("hiveopt", "spark"):
+        events = Statements()
+        assert dbt(root, "run", "--select", "stg_orders", "--target", target, events=events).success
+        (statements,) = [s for node, s in events.by_node.items() if node.endswith(".stg_orders")]
+        # dbt's query comment names the target; the rest must be the same statements.
+        counts[target] = [" ".join(re.sub(r"^/\*.*?\*/", "", s).split()).replace("vws_plain.", "vws.")
+                          for s in statements]
+    assert counts["hiveopt"] == counts["spark"], counts
+    assert record(root, "stg_orders")["unchanged_reason"] == "no join or subquery"
+
+
+def test_a_view_over_a_rebuilt_table_gets_fresh_estimates(spark, views_project):
+    root = views_project
+    assert dbt(root, "build").success
+    assert record(root, "asia_revenue")["statistics_used"]["vws.stg_orders"]["rows"] == 60000
+    # The source is rebuilt with more rows: its fingerprint changes, the view's estimate follows.
+    spark.sql(f"DROP TABLE {SOURCE_DB}.orders")
+    project(root, orders_rows=90000)
+    assert dbt(root, "run", "--select", "asia_revenue").success
+    mart = record(root, "asia_revenue")
+    assert mart["statistics_used"]["vws.stg_orders"]["rows"] == 90000
+    assert mart["statistics_gathering"][f"{SOURCE_DB}.orders"]["state"] == "gathered"
+
+
+def test_spark_honours_a_broadcast_hint_on_a_view_alias(spark):
+    spark.sql("DROP DATABASE IF EXISTS vws_hint CASCADE")
+    spark.sql("CREATE DATABASE vws_hint")
+    spark.sql("CREATE TABLE vws_hint.big USING parquet AS SELECT id AS k FROM range(200000)")
+    spark.sql("CREATE TABLE vws_hint.other USING parquet AS SELECT id AS k FROM range(200000)")
+    spark.sql("CREATE OR REPLACE VIEW vws_hint.v AS SELECT k FROM vws_hint.other WHERE k > 5")
+    query = "SELECT /*+ BROADCAST(w) */ b.k FROM vws_hint.big AS b JOIN vws_hint.v AS w ON b.k = w.k"
+    previous = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # only the hint can broadcast
+    try:
+        plan = spark.sql(f"EXPLAIN FORMATTED {query}").collect()[0][0]
+        plain = spark.sql(f"EXPLAIN FORMATTED {query.replace('/*+ BROADCAST(w) */ ', '')}").collect()[0][0]
+    finally:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", previous)
+    assert "BroadcastHashJoin" in plan and "BuildRight" in plan
+    assert "BroadcastHashJoin" not in plain
