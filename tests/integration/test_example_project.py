@@ -27,16 +27,22 @@ def check_build(result, report_dir):
     assert statuses["pass"] >= 20  # schema tests, the singular test and the unit test
     with open(os.path.join(report_dir, "revenue_by_nation.json")) as handle:
         record = json.load(handle)
-    assert record["fired_rules"] == ["select_join_algorithms"]
+    # TPC-H Q5 over staging views: reordered and hinted through them.
+    assert record["fired_rules"] == ["reorder_joins", "select_join_algorithms"]
     assert "BROADCAST(" in open(os.path.join(report_dir, "revenue_by_nation.sql")).read()
-    assert record["statistics_used"]["analytics.stg_orders"]["precision"] == "exact"
-    assert record["statistics_used"]["analytics.stg_nations"]["precision"] == "absent"  # a view
+    assert record["statistics_used"]["analytics.stg_orders"]["precision"] == "exact"  # a view over tpch.orders
+    assert record["statistics_used"]["analytics.stg_nations"]["precision"] == "exact"  # a view over a seed
+    assert record["statistics_gathering"]["analytics.stg_nations"]["state"] == (
+        "view: estimated through its definition over analytics.nations")
     # No model reads the mart: no statistics job after its build (gathered on first read instead).
     assert record["after_build_statistics"]["analytics.revenue_by_nation"]["gathered"] is False
-    with open(os.path.join(report_dir, "stg_orders.json")) as handle:
-        cost = json.load(handle)["after_build_statistics"]["analytics.stg_orders"]  # read by the marts
+    with open(os.path.join(report_dir, "seed.nations.json")) as handle:
+        cost = json.load(handle)["after_build_statistics"]["analytics.nations"]  # a seed, read by a view
     assert cost["gather_seconds"] > 0 and cost["build_seconds"] > 0
-    # The view is optimized too; the outer join keeps its preserved side.
+    # A staging view reads one table: nothing to rewrite, no I/O, the SQL as written.
+    with open(os.path.join(report_dir, "stg_orders.json")) as handle:
+        assert json.load(handle)["unchanged_reason"] == "no join or subquery"
+    # The view with a join is optimized too; the outer join keeps its preserved side.
     assert os.path.exists(os.path.join(report_dir, "customer_orders.sql"))
     assert os.path.exists(os.path.join(report_dir, "unit_test.brand_revenue_keeps_one_brand.json"))
     return record
@@ -46,17 +52,20 @@ def test_build_on_local_session(spark, tpch_dir, tmp_path):
     events = Events()
     result, report_dir = build("session", tmp_path, events)
     record = check_build(result, report_dir)
-    assert events.matching("hiveopt adapter: revenue_by_nation: select_join_algorithms")
+    assert events.matching("hiveopt adapter: revenue_by_nation: reorder_joins, select_join_algorithms")
+    (line,) = events.matching("models: ")  # the run's closing line
+    assert "13 models: " in line and "no join or subquery" in line and "0 fell back" in line, line
     # What Spark stored equals what the model as written returns.
     stored = rows_of(spark, "SELECT nation_name, revenue, line_count FROM analytics.revenue_by_nation")
     written = rows_of(spark, record["original_sql"])
     assert Counter(stored) == Counter(written) and len(stored) == 5
     # Statistics live in the warehouse, for the next run and other machines.
     stored_stats = spark.sql("SELECT DISTINCT table_name FROM hiveopt.table_statistics").collect()
-    # Built tables that models read, after their build; a source (region, through an ephemeral
-    # model) on first read; not the marts, which no model reads.
+    # Seeds as they load; sources on first read (through the staging views); never a view; not
+    # the marts, which no model reads.
     names = {r[0] for r in stored_stats}
-    assert {"analytics.stg_lineitem", "tpch.region"} <= names and "analytics.revenue_by_nation" not in names
+    assert {"analytics.nations", "analytics.regions", "tpch.lineitem", "tpch.orders"} <= names
+    assert not [n for n in names if n.startswith("analytics.stg_")] and "analytics.revenue_by_nation" not in names
 
 
 @pytest.mark.thrift

@@ -1,3 +1,2 @@
-{{ config(materialized='ephemeral') }}
-select r_regionkey as region_key, r_name as region_name
-from {{ source('tpch', 'region') }}
+select region_key, region_name
+from {{ ref('regions') }}
