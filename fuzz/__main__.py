@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     parser.add_argument("--data-seed", type=int, default=DEFAULT_SEED, help="seed of the tables' data")
     parser.add_argument("--skip-unchanged", action="store_true", help="do not run queries the optimizer left unchanged")
     parser.add_argument("--no-minimize", action="store_true")
-    parser.add_argument("--minimize-attempts", type=int, default=150)
+    parser.add_argument("--minimize-attempts", type=int, default=300)
     parser.add_argument("--progress-every", type=int, default=200)
     args = parser.parse_args(argv)
 

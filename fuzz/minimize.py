@@ -26,7 +26,7 @@ from sqlglot import exp
 from fuzz.runner import Case, Outcome, Runner
 from fuzz.queries import Query
 
-MAX_ATTEMPTS = 150
+MAX_ATTEMPTS = 300
 MAX_SECONDS = 240.0
 
 
@@ -40,16 +40,29 @@ class Minimizer:
     def _budget(self) -> bool:
         return self.attempts < self.max_attempts and time.perf_counter() - self.started < self.max_seconds
 
-    def _check(self, case: Case, kind: str) -> Optional[Outcome]:
-        """The outcome when `case` still fails the same way, else None (one attempt)."""
+    def _check(self, case: Case, kind: str, best: Outcome) -> Optional[Outcome]:
+        """The outcome when `case` still fails the same way, else None (one attempt). A candidate
+        that differs from the best case only in statistics or config and gets the same optimized
+        SQL fails the same way for sure: it is kept without running the queries again (counted
+        as an attempt all the same)."""
         self.attempts += 1
+        if (kind in ("mismatch", "optimized_error", "optimized_timeout") and best.optimized_sql
+                and case.query.sql == best.case.query.sql and case.spark_settings() == best.case.spark_settings()):
+            try:
+                result = self.runner.optimize_only(case)
+            except Exception:
+                result = None
+            if result is not None and result.changed and result.sql == best.optimized_sql:
+                return replace(best, case=case, fired=result.fired_rules)
+            if result is not None and not result.changed:
+                return None
         try:
             outcome = self.runner.run_case(case)
         except Exception:
             return None
         return outcome if outcome.kind == kind else None
 
-    def _shrink(self, case: Case, kind: str, best: Outcome, candidates: Callable[[Case], Iterator[Case]]) -> Outcome:
+    def _shrink(self, kind: str, best: Outcome, candidates: Callable[[Case], Iterator[Case]]) -> Outcome:
         """Try each candidate of the current case in turn; keep the first that still fails and
         start over from it, until none does or the budget is spent."""
         progress = True
@@ -58,7 +71,7 @@ class Minimizer:
             for candidate in candidates(best.case):
                 if not self._budget():
                     break
-                found = self._check(candidate, kind)
+                found = self._check(candidate, kind, best)
                 if found is not None:
                     best, progress = found, True
                     break
@@ -68,9 +81,14 @@ class Minimizer:
         self.started, self.attempts = time.perf_counter(), 0
         kind = outcome.kind
         best = outcome
-        for candidates in (_flag_candidates, _config_candidates, _stats_candidates, _sql_candidates,
-                           _stats_candidates, _config_candidates):
-            best = self._shrink(best.case, kind, best, candidates)
+        # Coarse steps first (whole config keys, whole tables of statistics), then the SQL, then
+        # the fine steps (columns, fields, heavy-hitter entries) on what is left.
+        for candidates in (_flag_candidates, _config_candidates, _table_candidates, _sql_candidates,
+                           _table_candidates, _stats_candidates, _config_candidates):
+            best = self._shrink(kind, best, candidates)
+        if best is not outcome:  # the repro's own run: its decisions, rows and error as printed
+            final = self.runner.run_case(best.case)
+            best = final if final.kind == kind else best
         return best
 
 
@@ -134,7 +152,8 @@ def _tables_in(sql: str) -> Optional[set]:
         return None
 
 
-def _stats_candidates(case: Case) -> Iterator[Case]:
+def _table_candidates(case: Case) -> Iterator[Case]:
+    """Statistics without the tables the query does not read, or without one table."""
     stats = case.stats
     used = _tables_in(case.query.sql)
     if used is not None:
@@ -143,6 +162,17 @@ def _stats_candidates(case: Case) -> Iterator[Case]:
             yield _with(case, stats={k: v for k, v in stats.items() if k not in unused})
     for name in list(stats):
         yield _with(case, stats={k: v for k, v in stats.items() if k != name})
+
+
+def _stats_candidates(case: Case) -> Iterator[Case]:
+    """Statistics without one field of a table, all its columns, one column, one field of a
+    column, or one heavy-hitter or histogram entry."""
+    stats = case.stats
+    for name, table in stats.items():
+        if isinstance(table, dict) and table.get("columns"):
+            smaller = copy.deepcopy(stats)
+            smaller[name]["columns"] = {}
+            yield _with(case, stats=smaller)
     for name, table in stats.items():
         if not isinstance(table, dict):
             continue

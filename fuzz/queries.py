@@ -39,7 +39,7 @@ import random
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 from sqlglot import exp
 
@@ -81,8 +81,6 @@ class Rel:
     source: str  # the text before the alias: `fuzz.fact`, a CTE's name, `(SELECT ...)`
     columns: List[Col]
     rows: float
-    hot: int = 0  # reads of hot tables it carries (un-aggregated)
-    base: Optional[str] = None  # the table it reads, for tables and one-table derived tables
 
     def col(self, name: str) -> Col:
         return next(c for c in self.columns if c.name == name)
@@ -138,6 +136,7 @@ class QueryGenerator:
     def _reset(self) -> None:
         self._aliases = Counter()
         self._names = 0
+        self._ctes: List[str] = []  # CTEs the relations drawn so far name (relation())
 
     def alias(self, table: str) -> str:
         base = ALIAS_OF.get(table, table[:2])
@@ -158,8 +157,7 @@ class QueryGenerator:
     def table(self, name: str, alias: Optional[str] = None) -> Rel:
         freq = self.data.frequencies[name]
         columns = [Col(c.name, c.type, c.domain, freq[c.name]) for c in TABLES[name]]
-        return Rel(alias or self.alias(name), f"{DATABASE}.{name}", columns, len(self.data.rows[name]),
-                   hot=1 if name in HOT_TABLES else 0, base=name)
+        return Rel(alias or self.alias(name), f"{DATABASE}.{name}", columns, len(self.data.rows[name]))
 
     def pick(self, seq: Sequence, weights: Optional[Sequence[float]] = None):
         return self.rng.choices(list(seq), weights=weights)[0] if weights else self.rng.choice(list(seq))
@@ -237,7 +235,7 @@ class QueryGenerator:
         x, y = self.pick(pairs)
         return f"{a.ref(x.name)} {self.pick(['<', '<=', '>', '<>'])} {b.ref(y.name)}"
 
-    def expression(self, rel: Rel, others: Sequence[Rel] = ()) -> Tuple[str, str]:
+    def expression(self, rel: Rel) -> Tuple[str, str]:
         """(a scalar expression over the relation, its type)."""
         col = self.pick(rel.columns)
         ref, t = rel.ref(col.name), col.type
@@ -277,11 +275,19 @@ class QueryGenerator:
 
     # -- relations --------------------------------------------------------------------------
     def relation(self, table: str, derived: float = 0.2) -> Rel:
-        """A table, or sometimes a derived table over it (filtered projection or aggregate)."""
+        """A table, or sometimes a derived table or CTE over it (filtered projection or aggregate)."""
         if not self.chance(derived):
             return self.table(table)
         inner = self.table(table, alias=ALIAS_OF[table] + "_in")
         alias = self.alias(table)
+        rel = self._derived(table, inner, alias)
+        if self.chance(0.35):  # the same body as a CTE the block names
+            name = f"w{len(self._ctes) + 1}_{table}"
+            self._ctes.append(f"{name} AS {rel.source}")
+            rel.source = name
+        return rel
+
+    def _derived(self, table: str, inner: Rel, alias: str) -> Rel:
         if self.chance(0.5) and inner.keys():
             keys = self.rng.sample(inner.keys(), min(len(inner.keys()), self.rng.randint(1, 2)))
             aggs = []
@@ -298,13 +304,12 @@ class QueryGenerator:
             sql = (f"(SELECT {', '.join(inner.ref(k.name) for k in keys)}, {', '.join(aggs)} FROM {inner.source} AS {inner.alias}"
                    f"{' WHERE ' + ' AND '.join(where) if where else ''} GROUP BY {groups})")
             rows = min(len(self.data.rows[table]), max(len(k.freq) for k in keys) * (3 if len(keys) > 1 else 1))
-            return Rel(alias, sql, columns, rows, hot=0, base=table)
+            return Rel(alias, sql, columns, rows)
         chosen = [c for c in inner.columns if c.domain or self.chance(0.5)]
         where = self.filters([inner], self.rng.randint(0, 2))
         sql = (f"(SELECT {', '.join(inner.ref(c.name) for c in chosen)} FROM {inner.source} AS {inner.alias}"
                f"{' WHERE ' + ' AND '.join(where) if where else ''})")
-        return Rel(alias, sql, [Col(c.name, c.type, c.domain, c.freq) for c in chosen], inner.rows, hot=inner.hot,
-                   base=table)
+        return Rel(alias, sql, [Col(c.name, c.type, c.domain, c.freq) for c in chosen], inner.rows)
 
     # -- join blocks ------------------------------------------------------------------------
     @staticmethod
@@ -346,6 +351,10 @@ class QueryGenerator:
                 if pairs:
                     x, y = self.pick(pairs)
                     edges.append((i, j, x, y))
+                    others = [(a, b) for a, b in pairs if a.domain != x.domain]
+                    if others and self.chance(0.12):  # a composite key
+                        a, b = self.pick(others)
+                        edges.append((i, j, a, b))
                     break
             else:
                 raise Rejected("no key shared")
@@ -443,6 +452,11 @@ class QueryGenerator:
             on = conds
             if self.chance(0.2):
                 on = on + [self.predicate(rel)]
+            if kind in ("JOIN", "INNER JOIN") and self.chance(0.12):  # a non-equi condition in ON
+                visible = [rels[o] for o in placed if rels[o].alias not in invisible]
+                p = self.cross_predicate([rel, self.pick(visible)])
+                if p:
+                    on = on + [p]
             if "OUTER" in kind or "LEFT" in kind or "RIGHT" in kind or "FULL" in kind:
                 if self.chance(0.2):
                     visible = [rels[o] for o in placed if rels[o].alias not in invisible]
@@ -499,7 +513,9 @@ class QueryGenerator:
                 items.append(f"{text} AS {name}")
                 outputs.append((name, t))
             if self.chance(0.3):
-                text, _ = self.aggregate(self.pick(visible), allow_distinct=False)
+                rel = self.pick(visible)
+                numeric = [c for c in rel.columns if c.type in NUMERIC]
+                text = f"{self.pick(['SUM', 'MIN', 'MAX', 'COUNT'])}({rel.ref(self.pick(numeric).name)})" if numeric else "COUNT(*)"
                 having = f" HAVING {text} {self.pick(['>', '>=', '<'])} {self.rng.randint(0, 20)}"
         else:
             for _ in range(self.rng.randint(1, 6)):
@@ -554,6 +570,9 @@ class QueryGenerator:
                 sql = getattr(self, f"shape_{shape}")()
             except Rejected:
                 continue
+            if self._ctes:
+                ctes = ", ".join(self._ctes)
+                sql = f"WITH {ctes}, {sql[5:]}" if sql.startswith("WITH ") else f"WITH {ctes} {sql}"
             return Query(sql, shape, deterministic=shape != "nondeterministic")
         raise RuntimeError("the generator rejected 50 draws in a row")
 
@@ -957,8 +976,8 @@ class QueryGenerator:
                 f" WHERE {self.predicate(rel)}" if self.chance(0.6) else "")
             cols = chosen
             hot = 1 if table in HOT_TABLES else 0
-        a = Rel("a", "c", cols, len(self.data.rows[table]), hot)
-        b = Rel("b", "c", cols, len(self.data.rows[table]), hot)
+        a = Rel("a", "c", cols, len(self.data.rows[table]))
+        b = Rel("b", "c", cols, len(self.data.rows[table]))
         rels = [a, b]
         if self.chance(0.4):
             rels.append(self.relation(self.pick(DIMENSIONS), derived=0.0))

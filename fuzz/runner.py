@@ -13,11 +13,12 @@ rows differ), `optimized_error` (the optimized SQL fails where the original ran)
 `original_error` (the original fails: a generator bug), `optimizer_raised` (an exception escaped
 the optimizer or its pre-pass: the adapter would fail the dbt run), `nondeterministic_duplicated`
 (a query with rand() whose optimized SQL calls it more often), `optimized_timeout` (the
-optimized query ran past QUERY_TIMEOUT_SECONDS where the original did not: reported, not a
-result difference), `original_timeout`, `skipped` (a non-deterministic
-query, not compared), `inputs_rejected` (OptimizerConfig.from_dicts refused the drawn profile: its
-own validation, counted apart). A table whose statistics payload does not parse is left out of
-the catalog, as the statistics store skips it.
+optimized query ran past QUERY_TIMEOUT_SECONDS where the original did not: a model that would
+not finish, reported as a failure), `original_timeout`, `skipped` (a non-deterministic query, not
+compared), `inputs_rejected` (OptimizerConfig.from_dicts refused the drawn profile: its own
+validation, counted apart). A table whose statistics payload does not parse is left out of the
+catalog, as the statistics store skips it. The original and the optimized query run side by side
+(two jobs of one session).
 """
 
 from __future__ import annotations
@@ -37,9 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 from dbt.adapters.hiveopt.impl import fetch_small_side_values
-from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, TableStats, key_columns, optimize, prepare_query
-from dbt.adapters.hiveopt.optimizer.statistics import StatisticsError
+from dbt.adapters.hiveopt.optimizer import (
+    OptimizerConfig, OptimizerContext, StatsCatalog, TableStats, key_columns, optimize, prepare_query,
+)
 from dbt.adapters.hiveopt.optimizer.context import FetchedValues
+from dbt.adapters.hiveopt.optimizer.statistics import StatisticsError
 from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
 from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import plan_value_fetches
 
@@ -224,6 +227,12 @@ class Runner:
                                    materialization=case.materialization, partitioning=self.partitioning,
                                    fetched_values=fetched)
         return optimize(sql, context, prepared)
+
+    def optimize_only(self, case: Case):
+        """The optimizer's result for the case (its fetch pre-pass runs on Spark), no comparison."""
+        for key, value in case.spark_settings().items():
+            self.spark.conf.set(key, value)
+        return self.optimize_case(case, Outcome(case, "unchanged"))
 
     @staticmethod
     def inputs(case: Case):
