@@ -35,7 +35,9 @@ FILES = {
     "models/switched_off.sql": "{{ config(hiveopt={'enabled': false}) }}\n" + JOIN,
     "models/rule_off.sql": "{{ config(hiveopt={'rules': {'select_join_algorithms': false}}) }}\n" + JOIN,
     "models/verified.sql": "{{ config(hiveopt={'verify': true}) }}\n" + JOIN,
-    "models/unaliased.sql": "select count(*) from {{ ref('people') }}",
+    "models/unaliased.sql": "select count(*) from {{ ref('people') }} p join {{ ref('orders') }} o on o.person_id = p.id",
+    # No join, no subquery: no rule could rewrite it, so the optimizer does not even look.
+    "models/one_table.sql": "select count(*) from {{ ref('people') }}",
     "models/schema.yml": """
         version: 2
         models:
@@ -98,6 +100,8 @@ def test_seed_run_test_show(project, spark):
     warnings = events.matching("hiveopt adapter: unaliased: not optimized")
     assert len(warnings) == 1 and "give it an alias" in warnings[0]
     assert spark.sql("SELECT * FROM commands.unaliased").columns == ["count(1)"]
+    one_table = record(project, "one_table")
+    assert one_table["unchanged_reason"] == "no join or subquery" and not events.matching("one_table: not optimized")
     # Same rows whatever the optimizer did (NULL keys and duplicate keys in the seeds).
     for name in ("switched_off", "rule_off", "verified"):
         assert sorted(spark.table(f"commands.{name}").collect()) == sorted(spark.table("commands.joined").collect())

@@ -191,6 +191,12 @@ def test_a_single_table_view_costs_nothing(spark, views_project):
                           for s in statements]
     assert counts["hiveopt"] == counts["spark"], counts
     assert record(root, "stg_orders")["unchanged_reason"] == "no join or subquery"
+    # Analyzing a view analyzes what it reads, and says so.
+    events = Events()
+    assert dbt(root, "run-operation", "hiveopt_analyze", "--args", "{models: [stg_orders]}", events=events).success
+    assert events.matching("hiveopt: vws.stg_orders is a view: it has no statistics of its own; models estimate it "
+                           f"through its definition over {SOURCE_DB}.orders, analyzed now")
+    assert events.matching(f"hiveopt: analyzed {SOURCE_DB}.orders: 60000 rows")
 
 
 def test_a_view_over_a_rebuilt_table_gets_fresh_estimates(spark, views_project):

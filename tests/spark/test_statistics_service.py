@@ -34,7 +34,8 @@ def test_one_pass_gathers_counts_ndv_nulls_ranges_and_key_detail(spark, stats_ta
     assert stats.size_bytes.value > 0
     name = stats.column("name")
     assert name.null_count.value == 4000 and name.null_count.precision == Precision.EXACT
-    assert name.ndv.value == pytest.approx(40, rel=0.1) and name.ndv.precision == Precision.ESTIMATED
+    # A small table: exact distinct counts (COUNT(DISTINCT)).
+    assert name.ndv.value == 40 and name.ndv.precision == Precision.EXACT
     assert 6 <= name.avg_width.value <= 7
     day = stats.column("day")
     assert (day.min, day.max) == ("2024-01-01", "2024-12-31")
@@ -71,6 +72,32 @@ def test_never_analyzed_table_has_absent_not_zero_rows(spark):
     assert stats is None and state == "never gathered"
     stats, state, _ = s.ensure("st.untouched", auto_gather=False)
     assert stats is None and "automatic gathering is off" in state
+
+
+def test_a_big_table_is_read_from_a_sample_and_scaled_up(spark):
+    """Past `sample_above_rows`, one exact COUNT(*) and a pass over a Bernoulli sample: the row count
+    stays exact, NDVs of unique columns, null counts and heavy hitters are scaled, all estimated."""
+    spark.sql("DROP TABLE IF EXISTS st.big")
+    spark.sql("""CREATE TABLE st.big USING parquet AS
+                 SELECT id, IF(id % 10 < 8, 1, id % 100) AS k, IF(id % 4 = 0, NULL, id % 1000) AS m FROM range(400000)""")
+    statements = []
+
+    def execute(sql):
+        statements.append(sql)
+        return [tuple(r) for r in spark.sql(sql).collect()]
+
+    s = StatisticsService(execute, stats_schema="hiveopt_test_sampled", sample_above_rows=100000, sample_rows=40000,
+                          sample_check_above_bytes=0)
+    stats = s.gather("st.big", key_columns=["k"]).stats
+    assert [q for q in statements if "TABLESAMPLE (10.0 PERCENT)" in q]
+    assert stats.row_count.value == 400000 and stats.row_count.precision == Precision.EXACT
+    assert stats.column("id").ndv.value == pytest.approx(400000, rel=0.15)
+    assert stats.column("k").ndv.value == pytest.approx(21, rel=0.15)  # 1, and 80..99 seen in any 10%
+    assert stats.column("m").null_count.value == pytest.approx(100000, rel=0.1)
+    assert stats.column("m").ndv.value == pytest.approx(750, rel=0.15)  # not unique: as the sample saw it
+    hot_value, hot_count = stats.column("k").heavy_hitters[0]
+    assert hot_value == 1 and hot_count == pytest.approx(320000, rel=0.1)
+    assert stats.column("id").ndv.precision == Precision.ESTIMATED
 
 
 def test_views_have_no_statistics(spark, stats_table):

@@ -69,23 +69,46 @@ def summary(project_dir: str) -> int:
         print(f"no records in {folder}: run dbt with a hiveopt profile first", file=sys.stderr)
         return 1
     rows = []
+    total_gather = 0.0
     for name in sorted(n[:-5] for n in os.listdir(folder) if n.endswith(".json")):
         with open(os.path.join(folder, name + ".json")) as handle:
             record = json.load(handle)
         fired = ", ".join(record.get("fired_rules") or []) or ("fallback" if record.get("fallback_reason") else "-")
-        gather = build = ratio = ""
+        # Statistics gathered for the model: its inputs' on first read, its own after its build.
+        seconds = sum(float(g.get("seconds") or 0) for g in (record.get("statistics_gathering") or {}).values()
+                      if isinstance(g, dict))
+        gather = f"{seconds:.2f}" if seconds else ""
+        build = ratio = ""
         for cost in (record.get("after_build_statistics") or {}).values():
             if cost.get("gathered") is False:
-                gather = "unread"  # no model reads it: gathered on first read instead
+                gather = gather or "unread"  # no model reads it: gathered on first read instead
                 continue
-            gather, build = f"{cost['gather_seconds']:.2f}", f"{cost['build_seconds'] or 0:.2f}"
+            seconds += float(cost["gather_seconds"])
+            gather, build = f"{seconds:.2f}", f"{cost['build_seconds'] or 0:.2f}"
             ratio = f"{cost['cost_ratio']:.2f}" if cost.get("cost_ratio") is not None else ""
+        total_gather += seconds
         rows.append((name, fired, record.get("optimizer_ms", 0), gather, build, ratio))
     width = max([len("rules fired")] + [len(r[1]) for r in rows])
     print(f"{'model':45} {'rules fired':{width}} {'opt ms':>7} {'gather s':>9} {'build s':>8} {'ratio':>6}")
     for name, fired, ms, gather, build, ratio in rows:
         print(f"{name:45} {fired:{width}} {ms:7.1f} {gather:>9} {build:>8} {ratio:>6}")
+    built = _node_seconds(project_dir)
+    if built:
+        rest = max(built - total_gather, 1e-9)
+        print(f"statistics gathering: {total_gather:.1f} s against {rest:.1f} s of building the models and seeds "
+              f"({100 * total_gather / rest:.0f}%)")
     return 0
+
+
+def _node_seconds(project_dir: str) -> float:
+    """Seconds dbt's last invocation spent in models and seeds (its run_results.json)."""
+    path = os.path.join(project_dir, "target", "run_results.json")
+    if not os.path.exists(path):
+        return 0.0
+    with open(path) as handle:
+        results = json.load(handle).get("results") or []
+    return sum(float(r.get("execution_time") or 0) for r in results
+               if str(r.get("unique_id", "")).split(".")[0] in ("model", "seed"))
 
 
 def analyze(names: List[str], project_dir: str, profiles_dir: Optional[str], target: Optional[str]) -> int:

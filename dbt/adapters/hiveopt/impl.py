@@ -33,7 +33,9 @@ from dbt.adapters.hiveopt.optimizer import (
 from dbt.adapters.hiveopt.optimizer.pipeline import NOTHING_TO_REWRITE, pass_through
 from dbt.adapters.hiveopt.optimizer.config import ConfigError, stats_settings
 from dbt.adapters.hiveopt.report import Report, RunSummary, model_label
-from dbt.adapters.hiveopt.statistics_service import DEFAULT_STATS_SCHEMA, StatisticsService, first_line
+from dbt.adapters.hiveopt.statistics_service import (
+    DEFAULT_SAMPLE_ABOVE_ROWS, DEFAULT_STATS_SCHEMA, StatisticsService, first_line,
+)
 from dbt.adapters.hiveopt.verify import verify_equal
 
 logger = AdapterLogger("hiveopt")
@@ -108,6 +110,7 @@ class HiveoptAdapter(SparkAdapter):
                     heavy_hitters=int(settings.get("heavy_hitters", 10)),
                     buckets=int(settings.get("histogram_buckets", 32)),
                     warn=lambda message: logger.warning(f"hiveopt: {message}"),
+                    sample_above_rows=int(settings.get("sample_above_rows", DEFAULT_SAMPLE_ABOVE_ROWS)),
                 )
                 self._inputs = InputGatherer(service, self._run_bounded, debug=logger.debug)
             return self._inputs

@@ -44,6 +44,13 @@ COMPACT_AFTER_SAVES = 16
 # Spark expands the rows once per column, which on a few MB stays small), so joins to them are
 # estimated from exact numbers.
 EXACT_NDV_MAX_BYTES = 8 * 1024 * 1024
+# Past this many rows the pass reads a Bernoulli sample of about SAMPLE_ROWS rows (TABLESAMPLE),
+# after an exact COUNT(*) (Parquet answers it from file footers): NDVs, null counts and heavy
+# hitters are scaled up and marked estimated. 0 switches sampling off (`stats.sample_above_rows`).
+DEFAULT_SAMPLE_ABOVE_ROWS = 2_000_000
+SAMPLE_ROWS = 1_000_000
+# Tables smaller than this are read whole without counting them first (the count is a job too).
+SAMPLE_CHECK_ABOVE_BYTES = 32 * 1024 * 1024
 DEFAULT_HEAVY_HITTERS = 10
 DEFAULT_HISTOGRAM_BUCKETS = 32
 # approx_percentile accuracy: 1/accuracy is the relative rank error (Spark's default is 10000).
@@ -127,7 +134,7 @@ def parse_describe(name: str, rows: Sequence[Tuple[Any, ...]]) -> TableInfo:
 
 def gather_query(table: str, columns: Dict[str, str], key_columns: Iterable[str],
                  heavy_hitters: int = DEFAULT_HEAVY_HITTERS, buckets: int = DEFAULT_HISTOGRAM_BUCKETS,
-                 exact_ndv: bool = False) -> exp.Select:
+                 exact_ndv: bool = False, sample_percent: Optional[float] = None) -> exp.Select:
     """The one aggregate pass, as an AST. Results are strings (to_json for arrays) so that dbt's
     agate conversion and the Thrift protocol return the same thing. `exact_ndv`: COUNT(DISTINCT)
     instead of approx_count_distinct (small tables: seeds, dimensions)."""
@@ -156,7 +163,41 @@ def gather_query(table: str, columns: Dict[str, str], key_columns: Iterable[str]
                 projections.append(exp.alias_(
                     exp.func("to_json", exp.func("approx_percentile", column.copy(), ranks, exp.Literal.number(HISTOGRAM_ACCURACY))),
                     f"c{i}_hist"))
-    return exp.select(*projections).from_(exp.to_table(table))
+    source = exp.to_table(table)
+    if sample_percent is not None:
+        source.set("sample", exp.TableSample(percent=exp.Literal.number(round(sample_percent, 4))))
+    return exp.select(*projections).from_(source)
+
+
+def scale_sample(stats: TableStats, rows: int) -> TableStats:
+    """Statistics of a sample in the whole table's terms: the exact row count, null counts and
+    heavy-hitter counts scaled by rows/sampled, NDVs scaled where the sample looks unique (a
+    column whose sample has nearly as many distinct values as rows keeps that ratio), kept as seen
+    elsewhere (the sample met most values). Everything but the row count is then an estimate.
+
+    >>> sample = TableStats(row_count=Estimate.exact(1000), columns={
+    ...     "id": ColumnStats(ndv=Estimate.estimated(990), null_count=Estimate.exact(0)),
+    ...     "k": ColumnStats(ndv=Estimate.estimated(50), null_count=Estimate.exact(10), heavy_hitters=[(7, 300.0)])})
+    >>> whole = scale_sample(sample, 10000)
+    >>> whole.row_count.value, whole.column("id").ndv.value, whole.column("k").ndv.value
+    (10000.0, 9900.0, 50.0)
+    >>> whole.column("k").null_count.value, whole.column("k").heavy_hitters, whole.column("k").null_count.precision.name
+    (100.0, [(7, 3000.0)], 'ESTIMATED')
+    """
+    sampled = stats.row_count.value or 0.0
+    factor = rows / sampled if sampled else 1.0
+    for column in stats.columns.values():
+        nonnull = sampled - (column.null_count.value or 0.0)
+        if not column.null_count.is_absent:
+            column.null_count = Estimate.estimated(column.null_count.value * factor)
+        if not column.ndv.is_absent:
+            unique = nonnull > 0 and column.ndv.value >= 0.95 * nonnull
+            ndv = column.ndv.value * factor if unique else column.ndv.value
+            column.ndv = Estimate.estimated(float(min(ndv, rows)))
+        if column.heavy_hitters:
+            column.heavy_hitters = [(value, count * factor) for value, count in column.heavy_hitters]
+    stats.row_count = Estimate.exact(float(rows))
+    return stats
 
 
 def _typed(value: Any, base: str) -> Any:
@@ -219,11 +260,15 @@ class StatisticsService:
 
     def __init__(self, execute: Execute, stats_schema: str = DEFAULT_STATS_SCHEMA,
                  heavy_hitters: int = DEFAULT_HEAVY_HITTERS, buckets: int = DEFAULT_HISTOGRAM_BUCKETS,
-                 warn: Optional[Callable[[str], None]] = None):
+                 warn: Optional[Callable[[str], None]] = None, sample_above_rows: int = DEFAULT_SAMPLE_ABOVE_ROWS,
+                 sample_rows: int = SAMPLE_ROWS, sample_check_above_bytes: int = SAMPLE_CHECK_ABOVE_BYTES):
         self.execute = execute
         self.stats_schema = stats_schema
         self.heavy_hitters = heavy_hitters
         self.buckets = buckets
+        self.sample_above_rows = sample_above_rows
+        self.sample_rows = sample_rows
+        self.sample_check_above_bytes = sample_check_above_bytes
         self._warn = warn or (lambda message: None)
         self._lock = threading.RLock()  # guards the dicts below
         self._load_lock = threading.Lock()
@@ -233,6 +278,7 @@ class StatisticsService:
         self._stats: Dict[str, TableStats] = {}
         self._warned: Set[str] = set()
         self._store_loaded = False
+        self._unparsed: Dict[str, List[Tuple[str, Any, Any]]] = {}  # the store's rows, by table
         self._store_ready = False
         self._store_unwritable = False
         # Counts of full passes per table in this process (a test reads them: one per table).
@@ -313,15 +359,24 @@ class StatisticsService:
             by_table: Dict[str, List[Tuple[str, Any, Any]]] = {}
             for table_name, fingerprint, saved_at, payload, _save in rows:
                 by_table.setdefault(str(table_name), []).append((str(saved_at), fingerprint, payload))
-            for key, versions in by_table.items():
-                stats = self._newest_valid(key, versions)
-                with self._lock:
-                    if stats is not None and key not in self._stats:
-                        self._stats[key] = stats
+            with self._lock:  # parsed per table on first use (`_stored`): most runs read a few
+                self._unparsed = by_table
             self._store_loaded = True
             saves = {row[4] for row in rows}
             if len(rows) - len(by_table) > COMPACT_AFTER_SUPERSEDED_ROWS or len(saves) > COMPACT_AFTER_SAVES:
                 self._compact(by_table, saves)
+
+    def _stored(self, name: str) -> Optional[TableStats]:
+        """This run's statistics of a table, else the newest valid ones the store holds (parsed now)."""
+        with self._lock:
+            if name in self._stats:
+                return self._stats[name]
+            versions = self._unparsed.pop(name, None)
+        stats = self._newest_valid(name, versions) if versions else None
+        with self._lock:
+            if stats is not None:
+                self._stats.setdefault(name, stats)
+            return self._stats.get(name)
 
     def _newest_valid(self, table: str, versions: List[Tuple[str, Any, Any]]) -> Optional[TableStats]:
         for saved_at, fingerprint, payload in sorted(versions, key=lambda v: v[0], reverse=True):
@@ -391,8 +446,7 @@ class StatisticsService:
         with self._table_lock(name):
             info = self.describe(name)
             self.load()
-            with self._lock:
-                previous = self._stats.get(name.lower())
+            previous = self._stored(name.lower())
             keys = {k.lower() for k in key_columns}
             if previous is not None:  # keep detailing the keys that earlier models asked for
                 keys |= {c for c, s in previous.columns.items() if s.heavy_hitters is not None}
@@ -422,12 +476,21 @@ class StatisticsService:
     def _run_pass(self, name: str, columns: Dict[str, str], keys: Set[str], fingerprint: str) -> Tuple[TableStats, float]:
         size = self.describe(name).size_bytes
         exact = size is not None and size <= EXACT_NDV_MAX_BYTES
-        query = gather_query(name, columns, keys, self.heavy_hitters, self.buckets, exact_ndv=exact)
         started = time.perf_counter()
-        rows = self.execute(query.sql(DIALECT))
-        seconds = time.perf_counter() - started
+        rows, percent = None, None
+        if self.sample_above_rows and size is not None and size > self.sample_check_above_bytes:
+            # A big table: count it (from Parquet footers), then read a sample of it.
+            count = exp.select(exp.Count(this=exp.Star())).from_(exp.to_table(name))
+            rows = int(float(self.execute(count.sql(DIALECT))[0][0]))
+            if rows > self.sample_above_rows:
+                percent = 100.0 * self.sample_rows / rows
+        query = gather_query(name, columns, keys, self.heavy_hitters, self.buckets, exact_ndv=exact, sample_percent=percent)
+        result = self.execute(query.sql(DIALECT))
         names = [p.alias_or_name for p in query.selects]
-        stats = parse_gather_row(names, rows[0], columns, fingerprint, exact_ndv=exact)
+        stats = parse_gather_row(names, result[0], columns, fingerprint, exact_ndv=exact)
+        if percent is not None:
+            stats = scale_sample(stats, rows)
+        seconds = time.perf_counter() - started
         for key in keys:  # detail asked for: [] records "gathered, nothing hot" (or not applicable)
             if key in stats.columns and stats.columns[key].heavy_hitters is None:
                 stats.columns[key].heavy_hitters = []
@@ -440,8 +503,7 @@ class StatisticsService:
         if info.is_view:
             return None, "view: no statistics (its own tables have them)"
         self.load()
-        with self._lock:
-            stats = self._stats.get(name)
+        stats = self._stored(name)
         if stats is None:
             return None, "never gathered"
         if stats.fingerprint != info.fingerprint:

@@ -97,7 +97,8 @@ class OptimizerConfig:
 
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 # Settings the adapter's statistics store reads: checked here too, where the profile is read.
-STATS_SETTINGS = ("schema", "auto_gather", "gather_unread_models", "heavy_hitters", "histogram_buckets")
+STATS_SETTINGS = ("schema", "auto_gather", "gather_unread_models", "heavy_hitters", "histogram_buckets",
+                  "sample_above_rows")
 
 
 def _boolean(value: Any) -> bool:
@@ -253,6 +254,8 @@ def _stats_settings(value: Any) -> Dict[str, Any]:
             setting = _boolean(setting)
         if key in ("heavy_hitters", "histogram_buckets"):
             setting = _number(int, 1, 1000)(setting)
+        if key == "sample_above_rows":
+            setting = _number(int, 0, 10 ** 15)(setting)
         out[key] = setting
     return out
 
