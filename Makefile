@@ -8,7 +8,7 @@ TPCH_DIR := $(CURDIR)/data/tpch-$(TPCH_SCALE)
 export HIVEOPT_TPCH_DIR := $(TPCH_DIR)
 PYTEST_ARGS ?=
 
-.PHONY: install data demo test bench fuzz clean
+.PHONY: install data demo test bench bench-project fuzz clean
 
 # A regular (not editable) install: dbt finds adapters by listing dbt/adapters/*/ in
 # site-packages (`dbt init`, `dbt --version`), which an editable install does not populate.
@@ -47,6 +47,11 @@ bench: install
 	$(BIN)/python bench/correlation.py
 	$(BIN)/python bench/optimizer_time.py
 	$(BIN)/python bench/pruning.py
+
+# The whole example project, dbt-spark vs hiveopt, at SF 0.1 and SF 1 (paired rounds).
+bench-project: install
+	$(BIN)/python bench/project_build.py --scale 0.1 --rounds 3
+	$(BIN)/python bench/project_build.py --scale 1 --rounds 3
 
 # The differential fuzzer: random queries, statistics and config; original vs optimized on Spark.
 N ?= 1000
