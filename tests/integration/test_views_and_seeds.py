@@ -162,8 +162,13 @@ def test_mart_over_views_is_reordered_and_hinted(spark, views_project):
     stored = {r.table_name: json.loads(r.payload) for r in spark.sql(
         "SELECT table_name, payload FROM vws_stats.table_statistics").collect()}
     assert stored[f"{SOURCE_DB}.orders"]["columns"]["o_customer"].get("heavy_hitters") is not None
-    # Seeds got statistics as dbt seed loaded them, with exact distinct counts; no view has any.
+    # Seeds got statistics as dbt seed loaded them, counted from the CSV's rows with no Spark job:
+    # exact, with detail for every column, so the mart needed no second pass over them.
     assert stored["vws.nations"]["columns"]["nation_key"]["ndv"] == {"value": 25.0, "precision": "exact"}
+    assert all(c.get("heavy_hitters") for c in stored["vws.nations"]["columns"].values())
+    (seed_statements,) = [s for node, s in events.by_node.items() if node.endswith("seed.views.nations")]
+    assert not [s for s in seed_statements if "count(" in s.lower()], seed_statements
+    assert mart["statistics_gathering"]["vws.nations"]["state"] == "current"
     assert not [name for name in stored if name.startswith("vws.stg_")]
     # One closing line.
     (line,) = events.matching("models: ")

@@ -42,7 +42,8 @@ def test_one_pass_gathers_counts_ndv_nulls_ranges_and_key_detail(spark, stats_ta
     assert len(day.histogram) == 33
     hot = stats.column("hot_key")
     assert hot.heavy_hitters[0][0] == 7 and hot.heavy_hitters[0][1] >= 18000
-    assert stats.column("id").heavy_hitters is None  # not a key column: no detail gathered
+    assert stats.column("name").heavy_hitters is None  # a string no model joins on: no detail
+    assert stats.column("id").heavy_hitters is not None  # integers are detailed on every full pass
 
 
 def test_statistics_are_shared_through_the_warehouse(spark, stats_table):

@@ -111,6 +111,7 @@ class HiveoptAdapter(SparkAdapter):
                     buckets=int(settings.get("histogram_buckets", 32)),
                     warn=lambda message: logger.warning(f"hiveopt: {message}"),
                     sample_above_rows=int(settings.get("sample_above_rows", DEFAULT_SAMPLE_ABOVE_ROWS)),
+                    defer_saves=True,  # saved at the end of the invocation (cleanup_connections)
                 )
                 self._inputs = InputGatherer(service, self._run_bounded, debug=logger.debug)
             return self._inputs
@@ -219,7 +220,18 @@ class HiveoptAdapter(SparkAdapter):
         line = self._summary.line()
         if line:
             logger.info(line)
+        self._save_statistics()
         super().cleanup_connections()
+
+    def _save_statistics(self) -> None:
+        """Store what this invocation gathered, in one save (the service warns if it fails)."""
+        if self._inputs is None or not self._inputs.statistics.pending:
+            return
+        try:
+            with self.connection_named("hiveopt-statistics"):
+                self._inputs.statistics.flush()
+        except Exception as error:
+            logger.warning(f"hiveopt: statistics not saved ({first_line(error)}): they were used for this run only")
 
     @available
     def hiveopt_before_build(self, model: Optional[Dict[str, Any]] = None) -> str:
@@ -231,11 +243,13 @@ class HiveoptAdapter(SparkAdapter):
 
     @available
     def hiveopt_after_build(self, relations: Any, model: Optional[Dict[str, Any]] = None,
-                            model_config: Optional[Dict[str, Any]] = None, graph: Optional[Dict[str, Any]] = None) -> str:
+                            model_config: Optional[Dict[str, Any]] = None, graph: Optional[Dict[str, Any]] = None,
+                            loaded: Any = None) -> str:
         """Gather statistics of what a table/incremental model just built (Hive's stats autogather),
         when another model of the project reads it: a model nothing reads would pay a Spark job
         for statistics no build uses. Whatever reads it later gathers them on first read, as for
-        a source (`stats.gather_unread_models: true` gathers after every build)."""
+        a source (`stats.gather_unread_models: true` gathers after every build). A seed passes
+        the rows dbt loaded (`loaded`, an agate table): its statistics are counted from them."""
         label = model_label(model, None)
         try:
             config = OptimizerConfig.from_dicts(self._optimizer_block(), model_config or {})
@@ -253,7 +267,10 @@ class HiveoptAdapter(SparkAdapter):
             for relation in relations or []:
                 name = f"{relation.schema}.{relation.identifier}".lower()
                 self.statistics.describe(name, refresh=True)
-                result = self.statistics.gather(name)
+                if loaded is not None:
+                    result = self.statistics.record_rows(name, [tuple(row) for row in loaded.rows])
+                else:
+                    result = self.statistics.gather(name)
                 ratio = result.seconds / build_seconds if build_seconds else None
                 self._report().add_gathering(label, name, result.seconds, build_seconds, ratio)
                 logger.debug(f"{label}: statistics of {name} in {result.seconds:.2f}s (build {build_seconds}s)")
@@ -275,6 +292,7 @@ class HiveoptAdapter(SparkAdapter):
                 lines += [self._analyze_table(table) for table in under]
             else:
                 lines.append(self._analyze_table(name))
+        self.statistics.flush()  # a run-operation ends without cleanup_connections
         return lines
 
     def _analyze_table(self, name: str) -> str:
