@@ -280,6 +280,13 @@ def _candidate(scope: Scope, label: str, join: exp.Join, big_key: exp.Column, sm
     if isinstance(small_trace, str):
         log.skipped(f"small side key: {small_trace}", **details)
         return None
+    for side, alias in (("big", big), ("small", small)):
+        # A side inside a parenthesized join (reorder_joins writes them) has no node of its own
+        # in the block to wrap or to read its filters from (fuzz case 5633).
+        if _relation_node(scope.expression, alias) is None:
+            log.skipped(f"the {side} side is not a relation of the block's FROM or JOIN (it sits in a "
+                        "parenthesized join)", **details)
+            return None
     big_type = lowered.get(table, {}).get(column, "")
     small_type = lowered.get(small_trace[0], {}).get(small_trace[1], "")
     big_kind, small_kind = _LITERAL_KINDS.get(base_type(big_type)), _LITERAL_KINDS.get(base_type(small_type))
