@@ -34,8 +34,7 @@ def test_one_pass_gathers_counts_ndv_nulls_ranges_and_key_detail(spark, stats_ta
     assert stats.size_bytes.value > 0
     name = stats.column("name")
     assert name.null_count.value == 4000 and name.null_count.precision == Precision.EXACT
-    # A small table: exact distinct counts (COUNT(DISTINCT)).
-    assert name.ndv.value == 40 and name.ndv.precision == Precision.EXACT
+    assert name.ndv.value == pytest.approx(40, rel=0.1) and name.ndv.precision == Precision.ESTIMATED
     assert 6 <= name.avg_width.value <= 7
     day = stats.column("day")
     assert (day.min, day.max) == ("2024-01-01", "2024-12-31")

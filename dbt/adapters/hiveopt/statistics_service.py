@@ -41,12 +41,10 @@ STATS_TABLE = "table_statistics"
 # waits for the read: 126 one-row files took 0.64 s to collect on a warm local session, one 0.21 s.
 COMPACT_AFTER_SUPERSEDED_ROWS = 200
 COMPACT_AFTER_SAVES = 16
-# Tables up to this size (small dimensions) get exact distinct counts (COUNT(DISTINCT)), so joins
-# to them are estimated from exact numbers. Small, because Spark expands the rows once per column:
-# measured on a warm local[2] session, TPC-H SF 0.1 orders (6 MB, 9 columns) took 5.8 s exact
-# against 0.75 s with approx_count_distinct, customer (1.4 MB) 2.4 s against 0.7 s. Seeds get exact
-# statistics from the rows dbt loaded (`statistics_from_rows`), with no Spark job.
-EXACT_NDV_MAX_BYTES = 256 * 1024
+# Distinct counts are approx_count_distinct's, never COUNT(DISTINCT): Spark expands the rows once
+# per column and shuffles them, which on a warm local[2] session took TPC-H SF 0.1 orders (6 MB)
+# 5.8 s against 0.75 s, customer (1.4 MB) 2.4 s against 0.7 s, and supplier (91 KB) 3.5 s in a
+# 4-thread build. Seeds get exact statistics from the rows dbt loaded (`statistics_from_rows`).
 # Past this many rows the pass reads a Bernoulli sample of about SAMPLE_ROWS rows (TABLESAMPLE),
 # after an exact COUNT(*) (Parquet answers it from file footers): NDVs, null counts and heavy
 # hitters are scaled up and marked estimated. 0 switches sampling off (`stats.sample_above_rows`).
@@ -145,10 +143,10 @@ def parse_describe(name: str, rows: Sequence[Tuple[Any, ...]]) -> TableInfo:
 
 def gather_query(table: str, columns: Dict[str, str], key_columns: Iterable[str],
                  heavy_hitters: int = DEFAULT_HEAVY_HITTERS, buckets: int = DEFAULT_HISTOGRAM_BUCKETS,
-                 exact_ndv: bool = False, sample_percent: Optional[float] = None) -> exp.Select:
+                 sample_percent: Optional[float] = None) -> exp.Select:
     """The one aggregate pass, as an AST. Results are strings (to_json for arrays) so that dbt's
-    agate conversion and the Thrift protocol return the same thing. `exact_ndv`: COUNT(DISTINCT)
-    instead of approx_count_distinct (small tables: seeds, dimensions)."""
+    agate conversion and the Thrift protocol return the same thing. `sample_percent`: over a
+    Bernoulli sample (TABLESAMPLE) of the table."""
     keys = {k.lower() for k in key_columns}
     projections: List[exp.Expression] = [exp.alias_(exp.Count(this=exp.Star()), "row_count")]
     for i, (name, data_type) in enumerate(columns.items()):
@@ -157,9 +155,7 @@ def gather_query(table: str, columns: Dict[str, str], key_columns: Iterable[str]
         projections.append(exp.alias_(exp.Count(this=column.copy()), f"c{i}_nonnull"))
         if base not in ATOMIC_TYPES:
             continue
-        ndv = (exp.Count(this=exp.Distinct(expressions=[column.copy()])) if exact_ndv
-               else exp.func("approx_count_distinct", column.copy()))
-        projections.append(exp.alias_(ndv, f"c{i}_ndv"))
+        projections.append(exp.alias_(exp.func("approx_count_distinct", column.copy()), f"c{i}_ndv"))
         if base in ORDERED_TYPES:
             projections.append(exp.alias_(exp.cast(exp.Min(this=column.copy()), "string"), f"c{i}_min"))
             projections.append(exp.alias_(exp.cast(exp.Max(this=column.copy()), "string"), f"c{i}_max"))
@@ -258,8 +254,7 @@ def _typed(value: Any, base: str) -> Any:
     return str(value)
 
 
-def parse_gather_row(names: Sequence[str], row: Sequence[Any], columns: Dict[str, str], fingerprint: str,
-                     exact_ndv: bool = False) -> TableStats:
+def parse_gather_row(names: Sequence[str], row: Sequence[Any], columns: Dict[str, str], fingerprint: str) -> TableStats:
     values = dict(zip(names, row))
     rows = int(float(values["row_count"]))
     stats = TableStats(row_count=Estimate.exact(rows), fingerprint=fingerprint,
@@ -272,7 +267,7 @@ def parse_gather_row(names: Sequence[str], row: Sequence[Any], columns: Dict[str
             column.null_count = Estimate.exact(rows - int(float(nonnull)))
         if values.get(f"c{i}_ndv") is not None:
             ndv = float(values[f"c{i}_ndv"])
-            column.ndv = Estimate.exact(ndv) if exact_ndv else Estimate.estimated(ndv)
+            column.ndv = Estimate.estimated(ndv)
         column.min = _typed(values.get(f"c{i}_min"), base)
         column.max = _typed(values.get(f"c{i}_max"), base)
         if values.get(f"c{i}_width") is not None:
@@ -606,7 +601,6 @@ class StatisticsService:
 
     def _run_pass(self, name: str, columns: Dict[str, str], keys: Set[str], fingerprint: str) -> Tuple[TableStats, float]:
         size = self.describe(name).size_bytes
-        exact = size is not None and size <= EXACT_NDV_MAX_BYTES
         started = time.perf_counter()
         rows, percent = None, None
         if self.sample_above_rows and size is not None and size > self.sample_check_above_bytes:
@@ -615,10 +609,10 @@ class StatisticsService:
             rows = int(float(self.execute(count.sql(DIALECT))[0][0]))
             if rows > self.sample_above_rows:
                 percent = 100.0 * self.sample_rows / rows
-        query = gather_query(name, columns, keys, self.heavy_hitters, self.buckets, exact_ndv=exact, sample_percent=percent)
+        query = gather_query(name, columns, keys, self.heavy_hitters, self.buckets, sample_percent=percent)
         result = self.execute(query.sql(DIALECT))
         names = [p.alias_or_name for p in query.selects]
-        stats = parse_gather_row(names, result[0], columns, fingerprint, exact_ndv=exact)
+        stats = parse_gather_row(names, result[0], columns, fingerprint)
         if percent is not None:
             stats = scale_sample(stats, rows)
         seconds = time.perf_counter() - started
