@@ -232,14 +232,23 @@ def referenced_columns(expression: exp.Expression) -> Dict[str, Set[str]]:
 
 
 def key_columns(expression: exp.Expression) -> Dict[str, Set[str]]:
-    """Columns used as join or filter keys (ON, WHERE, GROUP BY), by physical `db.table`: the
-    collector gathers heavy hitters and histograms for these."""
+    """Columns used as join or filter keys (ON, WHERE), by physical `db.table`: the collector
+    gathers heavy hitters and histograms for these. Not GROUP BY: a group count comes from NDVs
+    only, and detailing a string column only grouped on cost a second pass over the table
+    (customer_orders' c_name: 0.7 s for a view that builds in 0.2 s).
+
+    >>> from sqlglot import parse_one
+    >>> keys = key_columns(parse_one("SELECT t.s, COUNT(*) FROM db.t AS t JOIN db.u AS u ON t.k = u.k "
+    ...                              "WHERE u.d > 1 GROUP BY t.s", read="spark"))
+    >>> sorted((table, sorted(columns)) for table, columns in keys.items())
+    [('db.t', ['k']), ('db.u', ['d', 'k'])]
+    """
     out: Dict[str, Set[str]] = {}
     for scope in traverse_scope(expression):
         select = scope.expression
         if not isinstance(select, exp.Select):
             continue
-        clauses = [select.args.get("where"), select.args.get("group")]
+        clauses = [select.args.get("where")]
         clauses += [join.args.get("on") for join in select.args.get("joins") or []]
         for clause in clauses:
             if clause is None:
