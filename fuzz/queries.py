@@ -897,7 +897,8 @@ class QueryGenerator:
         items += [f"{a}.{nm} AS {nm}" for a, nm in outputs]
         if self.chance(0.1):
             a, nm = self.pick(outputs)
-            items.append(f"{a}.{nm} * 2 AS {self.out_name('x')}")
+            # Any type: an output may be MIN of a string (case 9444 multiplied one by 2).
+            items.append(f"CONCAT(CAST({a}.{nm} AS STRING), '!') AS {self.out_name('x')}")
         if keys:
             join = "LEFT JOIN" if miss == "left" else self.pick(["JOIN", "INNER JOIN", ","], [6, 1, 2])
             parts = [f"({blocks[0][1]}) b1"]
