@@ -6,6 +6,7 @@ dbt-spark:
   definitions down to the seeds' and sources' statistics), and its rows equal dbt-spark's;
 - seeds get statistics when `dbt seed` loads them (exact distinct counts: they are small);
 - a single-table view model costs nothing: it issues exactly the statements dbt-spark issues;
+- a view model with a join starts no statistics pass (creating a view runs no query);
 - a view over a rebuilt table gets fresh estimates in the next run;
 - Spark honours a BROADCAST hint that names a view's alias;
 - the run ends with one line saying what the optimizer did.
@@ -202,6 +203,30 @@ def test_a_single_table_view_costs_nothing(spark, views_project):
     assert events.matching("hiveopt: vws.stg_orders is a view: it has no statistics of its own; models estimate it "
                            f"through its definition over {SOURCE_DB}.orders, analyzed now")
     assert events.matching(f"hiveopt: analyzed {SOURCE_DB}.orders: 60000 rows")
+
+
+def test_a_view_model_with_a_join_gathers_nothing(spark, views_project):
+    """Creating a view runs no query: a view model uses the statistics at hand and starts no
+    statistics pass over its sources (the models that read it do)."""
+    root = views_project
+    _write(root, {"models/marts/customer_spend.sql": """
+        {{ config(materialized='view') }}
+        select c.customer_id, c.customer_name, sum(o.amount) as spend
+        from {{ ref('stg_customers') }} c
+        left join {{ ref('stg_orders') }} o on o.customer_id = c.customer_id
+        group by c.customer_id, c.customer_name
+        """})
+    events = Statements()
+    assert dbt(root, "run", "--select", "+customer_spend", events=events).success
+    (statements,) = [s for node, s in events.by_node.items() if node.endswith(".customer_spend")]
+    assert not [s for s in statements if "approx_count_distinct" in s.lower()], statements
+    gathering = record(root, "customer_spend")["statistics_gathering"]
+    assert gathering[f"{SOURCE_DB}.orders"]["state"] == (
+        "never gathered; not gathered for a view model (the models that read it gather them)"), gathering
+    assert gathering["vws.stg_orders"]["state"].startswith("view: not estimated (no statistics below it")
+    # One row per customer, every order's amount in it (whole numbers: sums are exact).
+    assert tuple(spark.sql("SELECT COUNT(*), SUM(spend) FROM vws.customer_spend").collect()[0]) == (
+        6000, spark.sql(f"SELECT SUM(o_amount) FROM {SOURCE_DB}.orders").collect()[0][0])
 
 
 def test_a_view_over_a_rebuilt_table_gets_fresh_estimates(spark, views_project):

@@ -85,7 +85,7 @@ class InputGatherer:
         self.statistics.forget(name)
 
     def gather(self, sql: str, parsed: exp.Query, config: OptimizerConfig, label: str, materialization: str,
-               auto_gather: bool = True) -> ModelInputs:
+               auto_gather: bool = True, why_not: str = "automatic gathering is off") -> ModelInputs:
         """Describe what the model reads, prepare it, and get statistics for the tables (and the
         views, through their definitions) when an enabled rule could use them."""
         schema: Dict[str, Dict[str, Dict[str, str]]] = {}
@@ -123,9 +123,9 @@ class InputGatherer:
             if table not in schema.get(db, {}):
                 continue
             if name in views:
-                stats = self._view(name, keys.get(name, set()), auto_gather, inputs.gathering, depth=0, seen=())
+                stats = self._view(name, keys.get(name, set()), (auto_gather, why_not), inputs.gathering, depth=0, seen=())
             else:
-                stats = self._table(name, keys.get(name, ()), auto_gather, inputs.gathering)
+                stats = self._table(name, keys.get(name, ()), (auto_gather, why_not), inputs.gathering)
             if stats is not None:
                 catalog.put(name, stats)
         if config.prune_fetch_values:
@@ -150,9 +150,10 @@ class InputGatherer:
         return out
 
     # -- tables and views -----------------------------------------------------------------------
-    def _table(self, name: str, keys: Iterable[str], auto_gather: bool, gathering: Dict[str, Any]) -> Optional[TableStats]:
+    def _table(self, name: str, keys: Iterable[str], auto_gather: Tuple[bool, str],
+               gathering: Dict[str, Any]) -> Optional[TableStats]:
         try:
-            stats, state, seconds = self.statistics.ensure(name, keys, auto_gather=auto_gather)
+            stats, state, seconds = self.statistics.ensure(name, keys, auto_gather=auto_gather[0], why_not=auto_gather[1])
         except Exception as error:  # this table's statistics are absent; the rules that need them skip
             self.statistics.warn_once(f"gather:{name}", f"statistics of {name} not gathered ({first_line(error)})")
             gathering[name] = {"state": f"failed: {first_line(error)}", "seconds": 0.0}
@@ -160,7 +161,7 @@ class InputGatherer:
         gathering[name] = {"state": state, "seconds": round(seconds, 3)}
         return stats
 
-    def _view(self, name: str, keys: Set[str], auto_gather: bool, gathering: Dict[str, Any], depth: int,
+    def _view(self, name: str, keys: Set[str], auto_gather: Tuple[bool, str], gathering: Dict[str, Any], depth: int,
               seen: Tuple[str, ...]) -> Optional[TableStats]:
         """The view's statistics derived from its definition, after the statistics of what it
         reads (gathered when absent, with key detail for the columns behind `keys`)."""

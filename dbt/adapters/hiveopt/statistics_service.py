@@ -387,14 +387,18 @@ class StatisticsService:
         self._warn(message)
 
     # -- catalog ------------------------------------------------------------------------------
-    def describe(self, name: str, refresh: bool = False) -> TableInfo:
-        """Columns and fingerprint of a table, once per run unless refreshed (after a build)."""
+    def describe(self, name: str, refresh: bool = False, inserted: bool = False) -> TableInfo:
+        """Columns and fingerprint of a table, once per run unless refreshed (after a build).
+        `inserted`: a table just filled by INSERT (a seed), whose size Spark has just dropped from
+        the catalog: measured before the DESCRIBE instead of after a first one."""
         name = name.lower()
         with self._table_lock(name):
             with self._lock:
                 if name in self._infos and not refresh:
                     return self._infos[name]
             table = exp.to_table(name).sql(DIALECT)
+            if inserted:
+                self.execute(f"ANALYZE TABLE {table} COMPUTE STATISTICS NOSCAN")
             info = parse_describe(name, self.execute(f"DESCRIBE TABLE EXTENDED {table}"))
             if not info.is_view and info.size_bytes is None:
                 # No size in the catalog: never measured, or dropped by Spark when the table was
@@ -635,14 +639,16 @@ class StatisticsService:
             return None, f"stale (table changed since {stats.collected_at})"
         return stats, "current"
 
-    def ensure(self, name: str, key_columns: Iterable[str] = (), auto_gather: bool = True) -> Tuple[Optional[TableStats], str, float]:
+    def ensure(self, name: str, key_columns: Iterable[str] = (), auto_gather: bool = True,
+               why_not: str = "automatic gathering is off") -> Tuple[Optional[TableStats], str, float]:
         """Current statistics of a table, gathering them when absent, stale or missing a key column's
         detail. Returns (stats or None, what happened, seconds spent gathering). Under the table's
         lock: a thread that finds another gathering the table waits and then reads its result."""
         with self._table_lock(name):
-            return self._ensure(name, key_columns, auto_gather)
+            return self._ensure(name, key_columns, auto_gather, why_not)
 
-    def _ensure(self, name: str, key_columns: Iterable[str], auto_gather: bool) -> Tuple[Optional[TableStats], str, float]:
+    def _ensure(self, name: str, key_columns: Iterable[str], auto_gather: bool,
+                why_not: str) -> Tuple[Optional[TableStats], str, float]:
         stats, state = self.current(name)
         if self.describe(name).is_view:
             return None, state, 0.0
@@ -652,7 +658,7 @@ class StatisticsService:
         if stats is not None and not missing_keys:
             return stats, state, 0.0
         if not auto_gather:
-            return stats, f"{state}; automatic gathering is off", 0.0
+            return stats, f"{state}; {why_not}", 0.0
         if stats is not None:
             result = self.gather_key_detail(name, stats, keys)
             return result.stats, "gathered key-column detail", result.seconds
