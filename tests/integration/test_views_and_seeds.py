@@ -6,7 +6,7 @@ dbt-spark:
   definitions down to the seeds' and sources' statistics), and its rows equal dbt-spark's;
 - seeds get statistics when `dbt seed` loads them (exact distinct counts: they are small);
 - a single-table view model costs nothing: it issues exactly the statements dbt-spark issues;
-- a view model with a join starts no statistics pass (creating a view runs no query);
+- a view model fixes no join algorithm and starts no statistics pass (a view is planned when read);
 - a view over a rebuilt table gets fresh estimates in the next run;
 - Spark honours a BROADCAST hint that names a view's alias;
 - the run ends with one line saying what the optimizer did.
@@ -205,28 +205,54 @@ def test_a_single_table_view_costs_nothing(spark, views_project):
     assert events.matching(f"hiveopt: analyzed {SOURCE_DB}.orders: 60000 rows")
 
 
-def test_a_view_model_with_a_join_gathers_nothing(spark, views_project):
-    """Creating a view runs no query: a view model uses the statistics at hand and starts no
-    statistics pass over its sources (the models that read it do)."""
+def test_view_models_fix_no_physical_choice_and_gather_nothing(spark, views_project):
+    """A view is a stored definition, planned when it is read: a view model gets no join
+    algorithm, hot keys or partition values chosen from today's data, and creating it (it runs no
+    query) starts no statistics pass. A view with one join has nothing else to rewrite: it issues
+    the statements dbt-spark issues. A view with a join order to choose goes through the logical
+    rules with the statistics at hand."""
     root = views_project
-    _write(root, {"models/marts/customer_spend.sql": """
-        {{ config(materialized='view') }}
-        select c.customer_id, c.customer_name, sum(o.amount) as spend
-        from {{ ref('stg_customers') }} c
-        left join {{ ref('stg_orders') }} o on o.customer_id = c.customer_id
-        group by c.customer_id, c.customer_name
-        """})
-    events = Statements()
-    assert dbt(root, "run", "--select", "+customer_spend", events=events).success
-    (statements,) = [s for node, s in events.by_node.items() if node.endswith(".customer_spend")]
-    assert not [s for s in statements if "approx_count_distinct" in s.lower()], statements
-    gathering = record(root, "customer_spend")["statistics_gathering"]
-    assert gathering[f"{SOURCE_DB}.orders"]["state"] == (
-        "never gathered; not gathered for a view model (the models that read it gather them)"), gathering
-    assert gathering["vws.stg_orders"]["state"].startswith("view: not estimated (no statistics below it")
+    _write(root, {
+        "models/marts/customer_spend.sql": """
+            {{ config(materialized='view') }}
+            select c.customer_id, c.customer_name, sum(o.amount) as spend
+            from {{ ref('stg_customers') }} c
+            left join {{ ref('stg_orders') }} o on o.customer_id = c.customer_id
+            group by c.customer_id, c.customer_name
+            """,
+        "models/marts/nation_spend.sql": """
+            {{ config(materialized='view') }}
+            select n.nation_name, sum(o.amount) as spend
+            from {{ ref('stg_nations') }} n
+            join {{ ref('stg_customers') }} c on c.nation_key = n.nation_key
+            join {{ ref('stg_orders') }} o on o.customer_id = c.customer_id
+            group by n.nation_name
+            """,
+    })
+    counts = {}
+    for target in ("hiveopt", "spark"):
+        assert dbt(root, "seed", "--target", target).success
+        events = Statements()
+        assert dbt(root, "run", "--select", "+customer_spend", "+nation_spend", "--target", target,
+                   events=events).success
+        (statements,) = [s for node, s in events.by_node.items() if node.endswith(".customer_spend")]
+        counts[target] = len(statements)
+        if target == "hiveopt":
+            (nation_statements,) = [s for node, s in events.by_node.items() if node.endswith(".nation_spend")]
+            assert not [s for s in nation_statements if "approx_count_distinct" in s.lower()], nation_statements
+    assert counts["hiveopt"] == counts["spark"], counts
+    assert record(root, "customer_spend")["unchanged_reason"] == (
+        "a view with one join and no subquery (no order to choose; a view fixes no join algorithm)")
+    nation = record(root, "nation_spend")
+    assert nation["statistics_gathering"][f"{SOURCE_DB}.orders"]["state"] == (
+        "never gathered; not gathered for a view model (the models that read it gather them)")
+    assert "BROADCAST" not in nation["optimized_sql"].upper()
+    (skipped,) = [d["reason"] for r in nation["rules"] if r["rule"] == "select_join_algorithms" for d in r["decisions"]]
+    assert skipped.startswith("materialized as view: a stored definition does not fix join algorithms"), skipped
     # One row per customer, every order's amount in it (whole numbers: sums are exact).
-    assert tuple(spark.sql("SELECT COUNT(*), SUM(spend) FROM vws.customer_spend").collect()[0]) == (
-        6000, spark.sql(f"SELECT SUM(o_amount) FROM {SOURCE_DB}.orders").collect()[0][0])
+    total = spark.sql(f"SELECT SUM(o_amount) FROM {SOURCE_DB}.orders").collect()[0][0]
+    assert tuple(spark.sql("SELECT COUNT(*), SUM(spend) FROM vws.customer_spend").collect()[0]) == (6000, total)
+    assert tuple(spark.sql("SELECT COUNT(*), SUM(spend) FROM vws.nation_spend").collect()[0]) == (25, total)
 
 
 def test_a_view_over_a_rebuilt_table_gets_fresh_estimates(spark, views_project):

@@ -18,6 +18,7 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter
 
 from dbt.adapters.spark.connections import SparkConnectionMethod
+from sqlglot import exp
 
 from dbt.adapters.hiveopt.connections import HiveoptConnectionManager, session_task_slots
 from dbt.adapters.hiveopt.model_inputs import InputGatherer, fetch_small_side_values  # noqa: F401 (fuzz/ imports it here)
@@ -30,7 +31,9 @@ from dbt.adapters.hiveopt.optimizer import (
     optimize,
     parse_query,
 )
-from dbt.adapters.hiveopt.optimizer.pipeline import NOTHING_TO_REWRITE, pass_through
+from dbt.adapters.hiveopt.optimizer.pipeline import (
+    NOTHING_TO_REWRITE, NOTHING_TO_REWRITE_IN_A_VIEW, STORED_DEFINITIONS, pass_through,
+)
 from dbt.adapters.hiveopt.optimizer.config import ConfigError, stats_settings
 from dbt.adapters.hiveopt.report import Report, RunSummary, model_label
 from dbt.adapters.hiveopt.statistics_service import (
@@ -181,8 +184,9 @@ class HiveoptAdapter(SparkAdapter):
             parsed = parse_query(sql)
         except UnsupportedQuery as error:
             return optimize(sql, OptimizerContext(config=config, model=label)), {"skipped": str(error)}
-        if not needs_statistics(parsed, config):
-            return pass_through(sql, NOTHING_TO_REWRITE), {}
+        if not needs_statistics(parsed, config, materialization):
+            view_join = materialization in STORED_DEFINITIONS and parsed.find(exp.Join) is not None
+            return pass_through(sql, NOTHING_TO_REWRITE_IN_A_VIEW if view_join else NOTHING_TO_REWRITE), {}
         if not bool(self._stats_settings().get("auto_gather", True)):
             auto, why_not = False, "automatic gathering is off"
         elif materialization == "view":

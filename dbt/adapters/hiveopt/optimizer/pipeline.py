@@ -71,11 +71,23 @@ RULE_NAMES = tuple(name for name, _ in RULES)
 CORRELATION_RULES = ("merge_correlated_aggregates", "merge_sibling_aggregates")
 CONFLICTS: dict = {rule: ("rewrite_skew_joins",) for rule in CORRELATION_RULES}
 
+# A view is a stored definition: Spark plans it each time it is read, and the models that read
+# it are planned through it, on the data as it is then. Choices made from today's sizes and values
+# (a join algorithm, hot keys, partition values) are not written into it: a BROADCAST fixed while a
+# table was small stays when it has grown. The logical rewrites (join order, merged work) hold.
+STORED_DEFINITIONS = ("view",)
+CHOSEN_FROM_TODAYS_DATA = {
+    "rewrite_skew_joins": "hot keys",
+    "select_join_algorithms": "join algorithms",
+    "prune_partitions_from_small_side": "partition values",
+}
 
-def needs_statistics(expression: exp.Expression, config: OptimizerConfig) -> bool:
+
+def needs_statistics(expression: exp.Expression, config: OptimizerConfig, materialization: str = "table") -> bool:
     """Whether an enabled rule could use statistics for this query: every rule works on joins or
     on subqueries (a correlated one reads its input twice), so a query without either, or with
-    every rule off, costs no statistics I/O.
+    every rule off, costs no statistics I/O. A view keeps only the logical rules: they need two
+    joins in one block (an order to choose) or a subquery, derived table or CTE (work to merge).
 
     >>> import sqlglot
     >>> cfg = OptimizerConfig()
@@ -83,12 +95,22 @@ def needs_statistics(expression: exp.Expression, config: OptimizerConfig) -> boo
     (False, True)
     >>> needs_statistics(sqlglot.parse_one("SELECT a FROM t WHERE a > (SELECT AVG(a) FROM t AS u WHERE u.k = t.k)"), cfg)
     True
+    >>> needs_statistics(sqlglot.parse_one("SELECT a FROM t LEFT JOIN u ON t.k = u.k"), cfg, "view")
+    False
+    >>> needs_statistics(sqlglot.parse_one("SELECT a FROM t JOIN u ON t.k = u.k JOIN v ON v.k = u.k"), cfg, "view")
+    True
     """
+    if materialization in STORED_DEFINITIONS:
+        rules = [name for name in RULE_NAMES if name not in CHOSEN_FROM_TODAYS_DATA and config.rule_enabled(name)]
+        return bool(rules) and (
+            expression.find(exp.Subquery, exp.CTE) is not None
+            or any(len(select.args.get("joins") or []) >= 2 for select in expression.find_all(exp.Select)))
     return any(config.rule_enabled(name) for name in RULE_NAMES) and (
         expression.find(exp.Join) is not None or expression.find(exp.Subquery) is not None)
 
 
 NOTHING_TO_REWRITE = "no join or subquery"
+NOTHING_TO_REWRITE_IN_A_VIEW = "a view with one join and no subquery (no order to choose; a view fixes no join algorithm)"
 
 
 def pass_through(sql: str, reason: str) -> OptimizedQuery:
@@ -150,6 +172,11 @@ def optimize(sql: str, context: OptimizerContext, prepared: Optional[PreparedQue
         if not enabled:
             continue
         log = DecisionLog(name)
+        if context.materialization in STORED_DEFINITIONS and name in CHOSEN_FROM_TODAYS_DATA:
+            log.skipped(f"materialized as {context.materialization}: a stored definition does not fix "
+                        f"{CHOSEN_FROM_TODAYS_DATA[name]} chosen from today's data (Spark chooses when it is read)")
+            run.decisions = log.decisions
+            continue
         if name in excluded:
             log.skipped(f"{excluded[name]} rewrote this query, and the two exclude each other (Hive: correlation "
                         "optimizer vs compile-time skew join)")
