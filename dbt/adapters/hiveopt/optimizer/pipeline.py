@@ -110,7 +110,7 @@ def needs_statistics(expression: exp.Expression, config: OptimizerConfig, materi
 
 
 NOTHING_TO_REWRITE = "no join or subquery"
-NOTHING_TO_REWRITE_IN_A_VIEW = "a view with one join and no subquery (no order to choose; a view fixes no join algorithm)"
+NOTHING_TO_REWRITE_IN_A_VIEW = "a view with one join and no subquery"
 
 
 def pass_through(sql: str, reason: str) -> OptimizedQuery:
