@@ -254,6 +254,30 @@ def test_view_models_fix_no_physical_choice_and_gather_nothing(spark, views_proj
     assert tuple(spark.sql("SELECT COUNT(*), SUM(spend) FROM vws.nation_spend").collect()[0]) == (25, total)
 
 
+def test_an_incremental_model_does_not_gather_its_own_table(spark, views_project):
+    """An incremental run reads its own table in its is_incremental() filter: statistics of it
+    would be stale once the run writes to it, so no pass is started over it."""
+    root = views_project
+    _write(root, {"models/marts/order_totals.sql": """
+        {{ config(materialized='incremental') }}
+        select o.order_id, o.amount, c.customer_name
+        from {{ ref('stg_orders') }} o
+        join {{ ref('stg_customers') }} c on c.customer_id = o.customer_id
+        {% if is_incremental() %}
+        where o.order_id > (select max(order_id) from {{ this }})
+        {% endif %}
+        """})
+    assert dbt(root, "run", "--select", "+order_totals").success
+    events = Statements()
+    assert dbt(root, "run", "--select", "order_totals", events=events).success
+    (statements,) = [s for node, s in events.by_node.items() if node.endswith(".order_totals")]
+    passes = [s for s in statements if "approx_count_distinct" in s.lower()]
+    assert not [s for s in passes if "vws.order_totals" in s.lower()], passes
+    state = record(root, "order_totals")["statistics_gathering"]["vws.order_totals"]["state"]
+    assert state.endswith("; the table this model builds"), state
+    assert spark.sql("SELECT COUNT(*) FROM vws.order_totals").collect()[0][0] == 60000
+
+
 def test_a_view_over_a_rebuilt_table_gets_fresh_estimates(spark, views_project):
     root = views_project
     assert dbt(root, "build").success

@@ -64,6 +64,13 @@ def read_by_models(graph: Dict[str, Any], unique_id: str) -> bool:
 _FETCHING = ("select", "describe", "show", "with", "values", "(")
 
 
+def _own_table(model: Optional[Dict[str, Any]]) -> Optional[str]:
+    """`db.table` the model builds (an incremental model reads it in its is_incremental() filter)."""
+    if not model or not model.get("schema") or not (model.get("alias") or model.get("name")):
+        return None
+    return f"{model['schema']}.{model.get('alias') or model['name']}".lower()
+
+
 class HiveoptAdapter(SparkAdapter):
     ConnectionManager = HiveoptConnectionManager
 
@@ -146,7 +153,7 @@ class HiveoptAdapter(SparkAdapter):
             self._summary.add(label, "unchanged", "optimizer switched off")
             return sql
         try:
-            result, gathering = self._optimize(sql, label, config, materialization or "table")
+            result, gathering = self._optimize(sql, label, config, materialization or "table", _own_table(model))
         except Exception as error:  # the run never fails because of the optimizer
             reason = f"optimizer failed ({first_line(error)})"
             logger.warning(f"{label}: {reason}; running the model as written")
@@ -174,7 +181,8 @@ class HiveoptAdapter(SparkAdapter):
             self._build_started[model["unique_id"]] = time.perf_counter()
         return result.sql
 
-    def _optimize(self, sql: str, label: str, config: OptimizerConfig, materialization: str):
+    def _optimize(self, sql: str, label: str, config: OptimizerConfig, materialization: str,
+                  own_table: Optional[str] = None):
         """From the SQL alone first: a model no enabled rule could rewrite (no join, no subquery)
         costs no I/O and runs as written. Otherwise its inputs (catalog, statistics, fetched
         values), then the pure optimizer."""
@@ -196,7 +204,8 @@ class HiveoptAdapter(SparkAdapter):
             auto, why_not = False, "not gathered for a view model (the models that read it gather them)"
         else:
             auto, why_not = True, ""
-        inputs = self.inputs.gather(sql, parsed, config, label, materialization, auto_gather=auto, why_not=why_not)
+        inputs = self.inputs.gather(sql, parsed, config, label, materialization, auto_gather=auto, why_not=why_not,
+                                    own_table=own_table)
         return optimize(sql, inputs.context, inputs.prepared), inputs.gathering  # one parse and one qualification per model
 
     def _run_bounded(self, sql: str, deadline: float) -> List[tuple]:

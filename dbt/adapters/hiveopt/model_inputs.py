@@ -85,9 +85,13 @@ class InputGatherer:
         self.statistics.forget(name)
 
     def gather(self, sql: str, parsed: exp.Query, config: OptimizerConfig, label: str, materialization: str,
-               auto_gather: bool = True, why_not: str = "automatic gathering is off") -> ModelInputs:
+               auto_gather: bool = True, why_not: str = "automatic gathering is off",
+               own_table: Optional[str] = None) -> ModelInputs:
         """Describe what the model reads, prepare it, and get statistics for the tables (and the
-        views, through their definitions) when an enabled rule could use them."""
+        views, through their definitions) when an enabled rule could use them. `own_table`, the
+        table the model builds, is never gathered here: an incremental model reads it for its
+        filter, and a pass over it would be stale once the build writes to it (daily_revenue paid
+        2.3 s for one on every incremental run)."""
         schema: Dict[str, Dict[str, Dict[str, str]]] = {}
         bucketing: Dict[str, List[str]] = {}
         partitioning: Dict[str, List[str]] = {}
@@ -124,6 +128,8 @@ class InputGatherer:
                 continue
             if name in views:
                 stats = self._view(name, keys.get(name, set()), (auto_gather, why_not), inputs.gathering, depth=0, seen=())
+            elif own_table is not None and name.lower() == own_table:
+                stats = self._table(name, keys.get(name, ()), (False, "the table this model builds"), inputs.gathering)
             else:
                 stats = self._table(name, keys.get(name, ()), (auto_gather, why_not), inputs.gathering)
             if stats is not None:
