@@ -53,8 +53,10 @@ COMPACT_AFTER_SAVES = 16
 # orders' 2.8 s, 1.8 s and 0.8 s.
 DEFAULT_SAMPLE_ABOVE_ROWS = 500_000
 SAMPLE_ROWS = 200_000
-# approx_count_distinct's relative error on a sample (see sample_ndv); Spark's default is 0.05.
-SAMPLE_NDV_ERROR = 0.01
+# The sample's seed: the same data gives the same sample, so the same statistics (and decisions).
+SAMPLE_SEED = 1
+# A sample whose distinct count is this share of its rows looks unique (see sample_ndv).
+UNIQUE_LOOKING = 0.9
 # Tables smaller than this are read whole without counting them first (the count is a job too).
 SAMPLE_CHECK_ABOVE_BYTES = 16 * 1024 * 1024
 DEFAULT_HEAVY_HITTERS = 10
@@ -159,13 +161,7 @@ def gather_query(table: str, columns: Dict[str, str], key_columns: Iterable[str]
         projections.append(exp.alias_(exp.Count(this=column.copy()), f"c{i}_nonnull"))
         if base not in ATOMIC_TYPES:
             continue
-        ndv_args = [column.copy()]
-        if sample_percent is not None:
-            # sample_ndv tells a unique column from one of pairs by a few percent of the sample:
-            # Spark's default 5% error turned a unique column's 400,000 into 158,000 once (a 6%
-            # low count). At 1% (a 16 KB sketch instead of 2 KB) the two stay apart.
-            ndv_args.append(exp.Literal.number(SAMPLE_NDV_ERROR))
-        projections.append(exp.alias_(exp.func("approx_count_distinct", *ndv_args), f"c{i}_ndv"))
+        projections.append(exp.alias_(exp.func("approx_count_distinct", column.copy()), f"c{i}_ndv"))
         if base in ORDERED_TYPES:
             projections.append(exp.alias_(exp.cast(exp.Min(this=column.copy()), "string"), f"c{i}_min"))
             projections.append(exp.alias_(exp.cast(exp.Max(this=column.copy()), "string"), f"c{i}_max"))
@@ -182,7 +178,8 @@ def gather_query(table: str, columns: Dict[str, str], key_columns: Iterable[str]
                     f"c{i}_hist"))
     source = exp.to_table(table)
     if sample_percent is not None:
-        source.set("sample", exp.TableSample(percent=exp.Literal.number(round(sample_percent, 4))))
+        source.set("sample", exp.TableSample(percent=exp.Literal.number(round(sample_percent, 4)),
+                                             seed=exp.Literal.number(SAMPLE_SEED)))
     return exp.select(*projections).from_(source)
 
 
@@ -190,21 +187,22 @@ def sample_ndv(seen: float, sampled: float, total: float) -> float:
     """The distinct values of a column of `total` non-null values, `seen` of which showed up in a
     Bernoulli sample of `sampled` of them: the D whose expected distinct count in such a sample,
     every value having total/D rows, is `seen` (D * (1 - (1 - q) ** (total / D)) with q the
-    sampled share; the uniform-frequency estimator). A unique column scales up by 1/q, a column
-    of few values keeps what the sample saw, and in between a value held by two rows each, seen
-    in a 13% sample about a quarter of the time, is scaled by about 4 (scaling only columns that
-    look unique would have kept that quarter).
+    sampled share; the uniform-frequency estimator). A column of few values keeps what the sample
+    saw, one in between is scaled up (values of four rows each, in a 10% sample, by about 2.9).
+    A column whose sample looks unique, within two errors of approx_count_distinct (5%), scales
+    by 1/q: near that end the estimator is too steep to trust a sketch (a unique column's sample
+    counted 6% low gave 158,000 for 400,000). Values of two rows each look unique in a sample of
+    up to 20% and come out twice too many: a 5% sketch cannot tell them apart, and a 1% one,
+    which could, made the NDVs of orders 7x as slow (6.5 s against 0.9 s at SF 1).
 
-    >>> round(sample_ndv(990, 1000, 10000)), round(sample_ndv(900, 1000, 10000)), round(sample_ndv(50, 990, 9900))
-    (9900, 3253, 50)
-    >>> round(sample_ndv(186700, 200000, 1500000))  # 750,000 values of 2 rows each, a 13% sample
-    750984
+    >>> round(sample_ndv(990, 1000, 10000)), round(sample_ndv(920, 1000, 10000)), round(sample_ndv(50, 990, 9900))
+    (9900, 9200, 50)
+    >>> round(sample_ndv(8598, 10000, 100000), -1)  # 25,000 values of 4 rows each, a 10% sample
+    25010.0
     """
     if sampled <= 0 or total <= sampled or seen <= 0:
         return float(seen)
-    if seen >= 0.95 * sampled:
-        # Unique within five times the sample sketch's error (SAMPLE_NDV_ERROR): near that end the
-        # estimate is too steep to trust a sketch (990 of 1000 seen already gives 84% of 1/q).
+    if seen >= UNIQUE_LOOKING * sampled:
         return float(total) * seen / sampled
     q = sampled / total
 
