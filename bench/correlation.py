@@ -88,7 +88,7 @@ def query_seconds(spark, sqls: dict, rounds: int) -> dict:
     times = {name: [] for name in sqls}
     order = list(sqls)
     for round_ in range(rounds):
-        for name in (order if round_ % 2 == 0 else order[::-1]):
+        for name in order if round_ % 2 == 0 else order[::-1]:
             started = time.perf_counter()
             spark.sql(sqls[name]).write.format("noop").mode("overwrite").save()
             times[name].append(time.perf_counter() - started)
@@ -111,20 +111,26 @@ def main() -> int:
     generate(spark)
     models = args.models or list(QUERIES)
     print(f"TPC-H SF {args.scale}: one untimed hiveopt run gathers the sources' statistics", flush=True)
-    harness.dbt(["run", "--select", *models, "--target", "session", "--vars", json.dumps(common)],
-                os.path.join(harness.RESULTS, "setup"))
+    harness.dbt(
+        ["run", "--select", *models, "--target", "session", "--vars", json.dumps(common)],
+        os.path.join(harness.RESULTS, "setup"),
+    )
     times, same = harness.measure_rounds(spark, models, models, VARIANTS, common, args.rounds)
     med = {v: {m: statistics.median(ts) for m, ts in by_model.items()} for v, by_model in times.items()}
     print("timing the SELECTs alone (original, hiveopt without and with the correlation rules)", flush=True)
     query = {}
     for model in models:
-        sqls = {"original": harness.record("hiveopt", model)["original_sql"],
-                "off": harness.record(OFF, model)["optimized_sql"],
-                "on": harness.record("hiveopt", model)["optimized_sql"]}
+        sqls = {
+            "original": harness.record("hiveopt", model)["original_sql"],
+            "off": harness.record(OFF, model)["optimized_sql"],
+            "on": harness.record("hiveopt", model)["optimized_sql"],
+        }
         query[model] = query_seconds(spark, sqls, args.rounds)
     print()
-    header = (f"{'query':21} {'shape':38} {'fired':10} {'scans/exch':>10} {'after':>7} | {'dbt-spark':>9} {'hiveopt':>7} "
-              f"{'ratio':>6} {'paired (range)':>18} | {'SELECT: orig':>12} {'corr off':>8} {'corr on':>7} {'ratio':>6} {'vs off':>6} | equal")
+    header = (
+        f"{'query':21} {'shape':38} {'fired':10} {'scans/exch':>10} {'after':>7} | {'dbt-spark':>9} {'hiveopt':>7} "
+        f"{'ratio':>6} {'paired (range)':>18} | {'SELECT: orig':>12} {'corr off':>8} {'corr on':>7} {'ratio':>6} {'vs off':>6} | equal"
+    )
     print(header)
     print("-" * len(header))
     misses = []
@@ -141,26 +147,40 @@ def main() -> int:
         q = query[model]
         equal = all(same[v][model] for v in VARIANTS)
         rule = fired(model)
-        print(f"{model:21} {shape:38} {rule:10} {before:>10} {after:>7} | {s:9.2f} {h:7.2f} {s / h:5.2f}x {spread:>18} | "
-              f"{q['original']:12.2f} {q['off']:8.2f} {q['on']:7.2f} {q['original'] / q['on']:5.2f}x {q['off'] / q['on']:5.2f}x | {equal}")
-        decisions[model] = [d for r in rec["rules"] if r["rule"] in CORRELATION_RULES + ("reuse_repeated_subqueries",)
-                            for d in r["decisions"]]
+        print(
+            f"{model:21} {shape:38} {rule:10} {before:>10} {after:>7} | {s:9.2f} {h:7.2f} {s / h:5.2f}x {spread:>18} | "
+            f"{q['original']:12.2f} {q['off']:8.2f} {q['on']:7.2f} {q['original'] / q['on']:5.2f}x {q['off'] / q['on']:5.2f}x | {equal}"
+        )
+        decisions[model] = [
+            d
+            for r in rec["rules"]
+            if r["rule"] in CORRELATION_RULES + ("reuse_repeated_subqueries",)
+            for d in r["decisions"]
+        ]
         identical = harness.record(OFF, model)["optimized_sql"] == rec["optimized_sql"]
         if rule == "-" and q["on"] > 1.05 * q["off"] and not identical:
-            misses.append(f"{model}: no correlation rewrite, yet its SELECT ran {q['on'] / q['off']:.2f}x the one without the rules (target <= 1.05x)")
+            misses.append(
+                f"{model}: no correlation rewrite, yet its SELECT ran {q['on'] / q['off']:.2f}x the one without the rules (target <= 1.05x)"
+            )
         if rule == "-" and 1 / paired > 1.05:
-            misses.append(f"{model}: no correlation rewrite; hiveopt's model took {1 / paired:.2f}x dbt-spark's time (paired; "
-                          f"ratio of medians {h / s:.2f}x; adapter overhead and other rules; target <= 1.05x)")
+            misses.append(
+                f"{model}: no correlation rewrite; hiveopt's model took {1 / paired:.2f}x dbt-spark's time (paired; "
+                f"ratio of medians {h / s:.2f}x; adapter overhead and other rules; target <= 1.05x)"
+            )
         if expect == "fire" and paired < 1.5:
-            misses.append(f"{model}: model {paired:.2f}x faster than dbt-spark (paired; ratio of medians {s / h:.2f}x), "
-                          f"SELECT {q['original'] / q['on']:.2f}x (target >= 1.5x)")
+            misses.append(
+                f"{model}: model {paired:.2f}x faster than dbt-spark (paired; ratio of medians {s / h:.2f}x), "
+                f"SELECT {q['original'] / q['on']:.2f}x (target >= 1.5x)"
+            )
         if not equal:
             misses.append(f"{model}: results differ")
-    print(f"\nseconds: medians of {args.rounds}; model = dbt's run_results.json timing of the CTAS (hiveopt's include its "
-          "statistics I/O and after-build gathering); SELECT = the query alone on Spark to a no-op sink; ratio = "
-          "dbt-spark / hiveopt and original / hiveopt (of the medians); paired = the median (and range) of the rounds' own "
-          "dbt-spark / hiveopt, which the targets are judged on; vs off = hiveopt without / with the correlation rules; "
-          "scans/exch = file scans / shuffle exchanges (+ reused) in Spark's physical plan, before -> after")
+    print(
+        f"\nseconds: medians of {args.rounds}; model = dbt's run_results.json timing of the CTAS (hiveopt's include its "
+        "statistics I/O and after-build gathering); SELECT = the query alone on Spark to a no-op sink; ratio = "
+        "dbt-spark / hiveopt and original / hiveopt (of the medians); paired = the median (and range) of the rounds' own "
+        "dbt-spark / hiveopt, which the targets are judged on; vs off = hiveopt without / with the correlation rules; "
+        "scans/exch = file scans / shuffle exchanges (+ reused) in Spark's physical plan, before -> after"
+    )
     print("targets missed:" if misses else "targets: all met")
     for miss in misses:
         print("  - " + miss)

@@ -9,7 +9,6 @@ import os
 import statistics
 import subprocess
 import sys
-from typing import Dict, List, Tuple
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 EXAMPLE = os.path.join(REPO, "integration_tests")
@@ -19,27 +18,46 @@ RESULTS = os.path.join(REPO, "bench", "results")
 def prepare(scale: str):
     """TPC-H at `scale` (generated once), a SparkSession of the benchmark's own, and the vars."""
     data = os.path.join(REPO, "data", f"tpch-{scale}")
-    subprocess.run(["bash", os.path.join(EXAMPLE, "scripts", "generate_tpch.sh"), scale, data], check=True,
-                   env={**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]})
+    subprocess.run(
+        ["bash", os.path.join(EXAMPLE, "scripts", "generate_tpch.sh"), scale, data],
+        check=True,
+        env={**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]},
+    )
     os.environ["HIVEOPT_TPCH_DIR"] = data
     from pyspark.sql import SparkSession
 
     from dbt.adapters.hiveopt.connections import session_configs
 
     builder = SparkSession.builder.master("local[2]").appName("hiveopt-bench").enableHiveSupport()
-    for key, value in {**session_configs(os.path.join(RESULTS, f"spark-sf{scale}")), "spark.ui.enabled": "false",
-                       "spark.driver.memory": "6g", "spark.sql.ansi.enabled": "false"}.items():
+    for key, value in {
+        **session_configs(os.path.join(RESULTS, f"spark-sf{scale}")),
+        "spark.ui.enabled": "false",
+        "spark.driver.memory": "6g",
+        "spark.sql.ansi.enabled": "false",
+    }.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark, {"bench": True, "tpch_schema": f"tpch_sf{str(scale).replace('.', '_')}"}
 
 
-def dbt(args: List[str], target_path: str) -> Dict[str, float]:
+def dbt(args: list[str], target_path: str) -> dict[str, float]:
     from dbt.cli.main import dbtRunner
 
-    result = dbtRunner().invoke([*args, "--project-dir", EXAMPLE, "--profiles-dir", EXAMPLE, "--target-path",
-                                 target_path, "--log-path", os.path.join(target_path, "logs"), "--quiet"])
+    result = dbtRunner().invoke(
+        [
+            *args,
+            "--project-dir",
+            EXAMPLE,
+            "--profiles-dir",
+            EXAMPLE,
+            "--target-path",
+            target_path,
+            "--log-path",
+            os.path.join(target_path, "logs"),
+            "--quiet",
+        ]
+    )
     if not result.success:
         raise SystemExit(f"dbt {' '.join(args)} failed")
     with open(os.path.join(target_path, "run_results.json")) as handle:
@@ -49,24 +67,28 @@ def dbt(args: List[str], target_path: str) -> Dict[str, float]:
 def rows(spark, model: str):
     """The model's rows, sorted; fractional numbers to 10 significant digits, because a sum of
     doubles depends on the order Spark adds them in (a UNION ALL or another join order changes it)."""
+
     def value(v):
         return float(f"{float(v):.10g}") if isinstance(v, float) or type(v).__name__ == "Decimal" else v
 
     return sorted((tuple(value(v) for v in r) for r in spark.table(f"analytics_bench.{model}").collect()), key=repr)
 
 
-def measure_rounds(spark, select: List[str], models: List[str], variants: Dict[str, Tuple[str, dict]], common: dict,
-                   rounds: int) -> Tuple[Dict[str, Dict[str, List[float]]], Dict[str, Dict[str, bool]]]:
+def measure_rounds(
+    spark, select: list[str], models: list[str], variants: dict[str, tuple[str, dict]], common: dict, rounds: int
+) -> tuple[dict[str, dict[str, list[float]]], dict[str, dict[str, bool]]]:
     """Seconds per variant, model and round (variants alternate their order each round), and
     whether each variant's rows equal the first's."""
-    times: Dict[str, Dict[str, List[float]]] = {v: {m: [] for m in models} for v in variants}
-    answers: Dict[str, Dict[str, list]] = {v: {} for v in variants}
+    times: dict[str, dict[str, list[float]]] = {v: {m: [] for m in models} for v in variants}
+    answers: dict[str, dict[str, list]] = {v: {} for v in variants}
     order = list(variants)
     for round_ in range(rounds):
-        for variant in (order if round_ % 2 == 0 else order[::-1]):
+        for variant in order if round_ % 2 == 0 else order[::-1]:
             target, extra = variants[variant]
-            measured = dbt(["run", "--select", *select, "--target", target, "--vars", json.dumps({**common, **extra})],
-                           os.path.join(RESULTS, variant.replace(" ", "_")))
+            measured = dbt(
+                ["run", "--select", *select, "--target", target, "--vars", json.dumps({**common, **extra})],
+                os.path.join(RESULTS, variant.replace(" ", "_")),
+            )
             for model in models:
                 times[variant][model].append(measured[model])
                 answers[variant][model] = rows(spark, model)
@@ -76,14 +98,15 @@ def measure_rounds(spark, select: List[str], models: List[str], variants: Dict[s
     return times, same
 
 
-def measure(spark, select: List[str], models: List[str], variants: Dict[str, Tuple[str, dict]], common: dict,
-            rounds: int) -> Tuple[Dict[str, Dict[str, float]], Dict[str, Dict[str, bool]]]:
+def measure(
+    spark, select: list[str], models: list[str], variants: dict[str, tuple[str, dict]], common: dict, rounds: int
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, bool]]]:
     """Median seconds per variant and model, and whether each variant's rows equal the first's."""
     times, same = measure_rounds(spark, select, models, variants, common, rounds)
     return {v: {m: statistics.median(ts) for m, ts in by_model.items()} for v, by_model in times.items()}, same
 
 
-def paired_ratios(times: Dict[str, Dict[str, List[float]]], base: str, other: str, model: str) -> List[float]:
+def paired_ratios(times: dict[str, dict[str, list[float]]], base: str, other: str, model: str) -> list[float]:
     """base's seconds / other's, round by round: each round's two runs met the same machine load.
 
     >>> paired_ratios({"a": {"m": [2.0, 3.0]}, "b": {"m": [1.0, 2.0]}}, "a", "b", "m")

@@ -35,14 +35,21 @@ def main() -> int:
     spark, common = harness.prepare(args.scale)
     models = [m for q in QUERIES for m in (q, f"{q}_bad")]
     print(f"TPC-H SF {args.scale}: one untimed hiveopt run gathers the sources' statistics")
-    harness.dbt(["run", "--select", *models, "--target", "session", "--vars", json.dumps(common)],
-                os.path.join(harness.RESULTS, "setup"))
+    harness.dbt(
+        ["run", "--select", *models, "--target", "session", "--vars", json.dumps(common)],
+        os.path.join(harness.RESULTS, "setup"),
+    )
     med, same = harness.measure(spark, models, models, VARIANTS, common, args.rounds)
-    equal = {q: all(same[v][m] for v in VARIANTS for m in (q, f"{q}_bad"))
-             and harness.rows(spark, q) == harness.rows(spark, f"{q}_bad") for q in QUERIES}
+    equal = {
+        q: all(same[v][m] for v in VARIANTS for m in (q, f"{q}_bad"))
+        and harness.rows(spark, q) == harness.rows(spark, f"{q}_bad")
+        for q in QUERIES
+    }
     print()
-    header = (f"{'query':6} {'written: spark':>15} {'hiveopt':>8} {'ratio':>6} | {'bad: spark':>11} {'hiveopt':>8} {'ratio':>6} "
-              f"| {'bad hiveopt/best':>16} | {'equal':5} | reordered (written / bad)")
+    header = (
+        f"{'query':6} {'written: spark':>15} {'hiveopt':>8} {'ratio':>6} | {'bad: spark':>11} {'hiveopt':>8} {'ratio':>6} "
+        f"| {'bad hiveopt/best':>16} | {'equal':5} | reordered (written / bad)"
+    )
     print(header)
     print("-" * len(header))
     misses = []
@@ -50,16 +57,22 @@ def main() -> int:
         ws, wh = med["dbt-spark"][q], med["hiveopt"][q]
         bs, bh = med["dbt-spark"][f"{q}_bad"], med["hiveopt"][f"{q}_bad"]
         best = min(ws, wh)
-        print(f"{q:6} {ws:15.2f} {wh:8.2f} {ws / wh:5.2f}x | {bs:11.2f} {bh:8.2f} {bs / bh:5.2f}x | {bh / best:15.2f}x | "
-              f"{str(equal[q]):5} | {reordered(q)} / {reordered(q + '_bad')}")
+        print(
+            f"{q:6} {ws:15.2f} {wh:8.2f} {ws / wh:5.2f}x | {bs:11.2f} {bh:8.2f} {bs / bh:5.2f}x | {bh / best:15.2f}x | "
+            f"{str(equal[q]):5} | {reordered(q)} / {reordered(q + '_bad')}"
+        )
         if wh > 1.10 * ws:
             misses.append(f"{q}: as written, hiveopt {wh / ws:.2f}x dbt-spark (target <= 1.10x)")
         if bh > 1.15 * best:
             misses.append(f"{q}_bad: hiveopt {bh / best:.2f}x the best written order (target <= 1.15x)")
         if bs > 1.5 * best and bs / bh < 2.0:
-            misses.append(f"{q}_bad: written order is bad ({bs / best:.1f}x), hiveopt only {bs / bh:.2f}x faster (target >= 2x)")
-    print(f"\nseconds: median of {args.rounds} model timings from dbt's run_results.json (hiveopt's include its statistics "
-          "I/O and after-build gathering); ratio = dbt-spark / hiveopt; best = the faster of the two on the written order")
+            misses.append(
+                f"{q}_bad: written order is bad ({bs / best:.1f}x), hiveopt only {bs / bh:.2f}x faster (target >= 2x)"
+            )
+    print(
+        f"\nseconds: median of {args.rounds} model timings from dbt's run_results.json (hiveopt's include its statistics "
+        "I/O and after-build gathering); ratio = dbt-spark / hiveopt; best = the faster of the two on the written order"
+    )
     print("targets missed:" if misses else "targets: all met")
     for miss in misses:
         print("  - " + miss)

@@ -21,10 +21,19 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 def synthetic(n: int, shape: str):
     schema = {"s": {f"t{i}": {"k": "bigint", "f": "bigint", "v": "string"} for i in range(n)}}
-    stats = StatsCatalog.from_dict({
-        f"s.t{i}": {"row_count": 10 ** (3 + i % 6), "columns": {
-            "k": {"ndv": 10 ** (3 + i % 6)}, "f": {"ndv": 10 ** (2 + i % 5)}, "v": {"ndv": 100, "avg_width": 8}}}
-        for i in range(n)})
+    stats = StatsCatalog.from_dict(
+        {
+            f"s.t{i}": {
+                "row_count": 10 ** (3 + i % 6),
+                "columns": {
+                    "k": {"ndv": 10 ** (3 + i % 6)},
+                    "f": {"ndv": 10 ** (2 + i % 5)},
+                    "v": {"ndv": 100, "avg_width": 8},
+                },
+            }
+            for i in range(n)
+        }
+    )
     joins = []
     for i in range(1, n):
         other = 0 if shape == "star" else i - 1
@@ -51,7 +60,9 @@ def main() -> int:
     if records:
         ms = sorted(json.load(open(p))["optimizer_ms"] for p in records)
         p95 = ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))]
-        print(f"\nbenchmark models ({len(ms)}): optimizer p50 {statistics.median(ms):.1f} ms, p95 {p95:.1f} ms, max {ms[-1]:.1f} ms")
+        print(
+            f"\nbenchmark models ({len(ms)}): optimizer p50 {statistics.median(ms):.1f} ms, p95 {p95:.1f} ms, max {ms[-1]:.1f} ms"
+        )
     return 0
 
 

@@ -17,14 +17,19 @@ import json
 import os
 import statistics
 import sys
-from typing import Dict, List
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 
 VARIANTS = {"dbt-spark": "spark", "hiveopt": "session"}
-MARTS = ["revenue_by_nation", "brand_revenue", "big_order_customers", "small_quantity_revenue", "daily_revenue",
-         "customer_orders"]
+MARTS = [
+    "revenue_by_nation",
+    "brand_revenue",
+    "big_order_customers",
+    "small_quantity_revenue",
+    "daily_revenue",
+    "customer_orders",
+]
 
 
 def build(target: str, variant: str, common: dict, label: str) -> dict:
@@ -32,9 +37,25 @@ def build(target: str, variant: str, common: dict, label: str) -> dict:
     from dbt.cli.main import dbtRunner
 
     path = os.path.join(harness.RESULTS, "project", variant, label)
-    result = dbtRunner().invoke(["build", "--full-refresh", "--target", target, "--vars", json.dumps(common),
-                                 "--project-dir", harness.EXAMPLE, "--profiles-dir", harness.EXAMPLE,
-                                 "--target-path", path, "--log-path", os.path.join(path, "logs"), "--quiet"])
+    result = dbtRunner().invoke(
+        [
+            "build",
+            "--full-refresh",
+            "--target",
+            target,
+            "--vars",
+            json.dumps(common),
+            "--project-dir",
+            harness.EXAMPLE,
+            "--profiles-dir",
+            harness.EXAMPLE,
+            "--target-path",
+            path,
+            "--log-path",
+            os.path.join(path, "logs"),
+            "--quiet",
+        ]
+    )
     if not result.success:
         raise SystemExit(f"dbt build --target {target} failed")
     with open(os.path.join(path, "run_results.json")) as handle:
@@ -48,25 +69,39 @@ def build(target: str, variant: str, common: dict, label: str) -> dict:
 
 
 def model_seconds(run: dict, names=None) -> float:
-    return sum(t for uid, t in run["nodes"].items()
-               if uid.split(".")[0] in ("model", "seed") and (names is None or uid.split(".")[-1] in names))
+    return sum(
+        t
+        for uid, t in run["nodes"].items()
+        if uid.split(".")[0] in ("model", "seed") and (names is None or uid.split(".")[-1] in names)
+    )
 
 
-def gathering_seconds(records: Dict[str, dict]) -> float:
+def gathering_seconds(records: dict[str, dict]) -> float:
     total = 0.0
     for record in records.values():
-        total += sum(float(g.get("seconds") or 0) for g in (record.get("statistics_gathering") or {}).values()
-                     if isinstance(g, dict))
+        total += sum(
+            float(g.get("seconds") or 0)
+            for g in (record.get("statistics_gathering") or {}).values()
+            if isinstance(g, dict)
+        )
         total += sum(float(c.get("gather_seconds") or 0) for c in (record.get("after_build_statistics") or {}).values())
     return total
 
 
-def marts(spark) -> Dict[str, list]:
-    return {m: sorted((tuple(f"{v:.10g}" if isinstance(v, float) or type(v).__name__ == "Decimal" else v for v in r)
-                       for r in spark.table(f"analytics.{m}").collect()), key=repr) for m in MARTS}
+def marts(spark) -> dict[str, list]:
+    return {
+        m: sorted(
+            (
+                tuple(f"{v:.10g}" if isinstance(v, float) or type(v).__name__ == "Decimal" else v for v in r)
+                for r in spark.table(f"analytics.{m}").collect()
+            ),
+            key=repr,
+        )
+        for m in MARTS
+    }
 
 
-def median(values: List[float]) -> float:
+def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
@@ -85,44 +120,57 @@ def main() -> int:
     first = build("session", "hiveopt", common, "first")
     gathered = gathering_seconds(first["records"])
     first_models = model_seconds(first)
-    print(f"TPC-H SF {args.scale}, threads 4. First hiveopt build (statistics gathered): {first['wall']:.1f} s wall; "
-          f"statistics {gathered:.1f} s (summed over threads) against {first_models - gathered:.1f} s of building "
-          f"models and seeds ({100 * gathered / max(first_models - gathered, 1e-9):.0f}%)", flush=True)
+    print(
+        f"TPC-H SF {args.scale}, threads 4. First hiveopt build (statistics gathered): {first['wall']:.1f} s wall; "
+        f"statistics {gathered:.1f} s (summed over threads) against {first_models - gathered:.1f} s of building "
+        f"models and seeds ({100 * gathered / max(first_models - gathered, 1e-9):.0f}%)",
+        flush=True,
+    )
 
-    runs: Dict[str, List[dict]] = {v: [] for v in VARIANTS}
-    rows: Dict[str, Dict[str, list]] = {}
+    runs: dict[str, list[dict]] = {v: [] for v in VARIANTS}
+    rows: dict[str, dict[str, list]] = {}
     order = list(VARIANTS)
     for round_ in range(args.rounds):
-        for variant in (order if round_ % 2 == 0 else order[::-1]):
+        for variant in order if round_ % 2 == 0 else order[::-1]:
             runs[variant].append(build(VARIANTS[variant], variant, common, f"round{round_ + 1}"))
             rows[variant] = marts(spark)
         print(f"round {round_ + 1}/{args.rounds} done", flush=True)
 
     last = runs["hiveopt"][-1]["records"]
-    unchanged = sorted(name for name, r in last.items()
-                       if "." not in name and not r.get("changed") and not r.get("fallback_reason"))
+    unchanged = sorted(
+        name for name, r in last.items() if "." not in name and not r.get("changed") and not r.get("fallback_reason")
+    )
     optimized = sorted(name for name, r in last.items() if "." not in name and r.get("changed"))
 
-    def figures(run: dict) -> Dict[str, float]:
+    def figures(run: dict) -> dict[str, float]:
         return {"wall": run["wall"], "models": model_seconds(run), "unchanged": model_seconds(run, set(unchanged))}
 
     table = {v: [figures(run) for run in runs[v]] for v in VARIANTS}
     later = median([run["wall"] for run in runs["hiveopt"]])
-    print(f"first hiveopt build {first['wall']:.1f} s wall against {later:.1f} s for the later ones (median): "
-          f"statistics cost {first['wall'] - later:.1f} s of wall once ({100 * (first['wall'] - later) / later:.0f}% "
-          f"of a build)")
+    print(
+        f"first hiveopt build {first['wall']:.1f} s wall against {later:.1f} s for the later ones (median): "
+        f"statistics cost {first['wall'] - later:.1f} s of wall once ({100 * (first['wall'] - later) / later:.0f}% "
+        f"of a build)"
+    )
     print()
     print(f"{'':40} {'dbt-spark s':>12} {'hiveopt s':>10} {'paired ratio':>13}  (spark/hiveopt, >1: hiveopt faster)")
-    for key, title in (("wall", "dbt build, wall"), ("models", "all models and seeds"),
-                       ("unchanged", f"models no rule rewrites ({len(unchanged)})")):
+    for key, title in (
+        ("wall", "dbt build, wall"),
+        ("models", "all models and seeds"),
+        ("unchanged", f"models no rule rewrites ({len(unchanged)})"),
+    ):
         spark_s = [f[key] for f in table["dbt-spark"]]
         ours = [f[key] for f in table["hiveopt"]]
         ratios = [a / b for a, b in zip(spark_s, ours) if b]
-        print(f"{title:40} {median(spark_s):12.2f} {median(ours):10.2f} {median(ratios):13.3f}   "
-              f"rounds: {', '.join(f'{r:.3f}' for r in ratios)}")
+        print(
+            f"{title:40} {median(spark_s):12.2f} {median(ours):10.2f} {median(ratios):13.3f}   "
+            f"rounds: {', '.join(f'{r:.3f}' for r in ratios)}"
+        )
     print()
     print(f"per model, medians (optimized: {', '.join(optimized)})")
-    for name in sorted({uid.split('.')[-1] for uid in runs['hiveopt'][-1]['nodes'] if uid.startswith(('model.', 'seed.'))}):
+    for name in sorted(
+        {uid.split(".")[-1] for uid in runs["hiveopt"][-1]["nodes"] if uid.startswith(("model.", "seed."))}
+    ):
         spark_s = [model_seconds(run, {name}) for run in runs["dbt-spark"]]
         ours = [model_seconds(run, {name}) for run in runs["hiveopt"]]
         ratios = [a / b for a, b in zip(spark_s, ours) if b]

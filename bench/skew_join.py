@@ -68,8 +68,10 @@ def main() -> int:
     spark, common = harness.prepare("1")
     generate(spark, args.rows)
     print(f"facts of {args.rows} rows, dimension of {DIM_ROWS}: one untimed hiveopt run gathers their statistics")
-    harness.dbt(["run", "--select", *MODELS, "--target", "session", "--vars", json.dumps(common)],
-                os.path.join(harness.RESULTS, "setup"))
+    harness.dbt(
+        ["run", "--select", *MODELS, "--target", "session", "--vars", json.dumps(common)],
+        os.path.join(harness.RESULTS, "setup"),
+    )
     med, same = harness.measure(spark, MODELS, MODELS, VARIANTS, common, args.rounds)
     print()
     header = f"{'model':14} {'dbt-spark':>10} {'hiveopt':>8} {'ratio':>6}  {'same rows':9}  rewrite_skew_joins fired"
@@ -78,8 +80,10 @@ def main() -> int:
     for model in MODELS:
         s, h = med["dbt-spark"][model], med["hiveopt"][model]
         print(f"{model:14} {s:10.2f} {h:8.2f} {s / h:5.2f}x  {str(same['hiveopt'][model]):9}  {decision(model)}")
-    print(f"\nseconds: median of {args.rounds} model timings from dbt's run_results.json (hiveopt's include its "
-          "statistics I/O); ratio = dbt-spark / hiveopt. Targets: >= 1.5x at 90%; >= 0.95x where the rule does not fire")
+    print(
+        f"\nseconds: median of {args.rounds} model timings from dbt's run_results.json (hiveopt's include its "
+        "statistics I/O); ratio = dbt-spark / hiveopt. Targets: >= 1.5x at 90%; >= 0.95x where the rule does not fire"
+    )
     spark.stop()
     return 0
 

@@ -51,11 +51,21 @@ def main(argv=None) -> int:
             print(report(best, attempts), flush=True)
             written.append(write_finding(args.out, record(best, outcome, attempts)))
 
-        summary = run(spark, data, args.queries, args.seed, on_failure=on_failure,
-                      run_unchanged=not args.skip_unchanged, progress_every=args.progress_every, start=args.start)
+        summary = run(
+            spark,
+            data,
+            args.queries,
+            args.seed,
+            on_failure=on_failure,
+            run_unchanged=not args.skip_unchanged,
+            progress_every=args.progress_every,
+            start=args.start,
+        )
         runner_for_minimizing.close()
     print("=" * 100)
-    print(f"fuzz run: seed {args.seed}, cases {args.start}..{args.start + args.queries - 1}, data seed {args.data_seed}")
+    print(
+        f"fuzz run: seed {args.seed}, cases {args.start}..{args.start + args.queries - 1}, data seed {args.data_seed}"
+    )
     for line in summary.lines():
         print(line)
     if summary.original_errors:

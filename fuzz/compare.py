@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, List, Sequence
+from typing import Any
 
 SIGNIFICANT_DIGITS = 9
 RELATIVE_TOLERANCE = 1e-9
@@ -60,8 +61,8 @@ def _close(a: Any, b: Any) -> bool:
 
 @dataclass
 class RowDiff:
-    only_original: List[tuple] = field(default_factory=list)
-    only_optimized: List[tuple] = field(default_factory=list)
+    only_original: list[tuple] = field(default_factory=list)
+    only_optimized: list[tuple] = field(default_factory=list)
 
     @property
     def equal(self) -> bool:

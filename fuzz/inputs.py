@@ -31,12 +31,19 @@ import datetime
 import decimal
 import math
 import random
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from fuzz.tables import DATABASE, TABLES, FuzzData
 
-RULES = ("merge_correlated_aggregates", "merge_sibling_aggregates", "reuse_repeated_subqueries", "reorder_joins",
-         "rewrite_skew_joins", "select_join_algorithms", "prune_partitions_from_small_side")
+RULES = (
+    "merge_correlated_aggregates",
+    "merge_sibling_aggregates",
+    "reuse_repeated_subqueries",
+    "reorder_joins",
+    "rewrite_skew_joins",
+    "select_join_algorithms",
+    "prune_partitions_from_small_side",
+)
 FORCE = None
 WIDTHS = {"int": 4, "bigint": 8, "double": 8, "date": 4, "string": 12}
 
@@ -62,27 +69,37 @@ def _wrong(rng: random.Random, value: Any, type_: str, refusable: bool = False) 
     table)."""
     if refusable and rng.random() < 0.2:
         return rng.choice([True, [1], {"v": 1}])
-    choices: List[Any] = [None, "not a value", 3.5, "2024/01/05", "it's", "\\", "", -1]
+    choices: list[Any] = [None, "not a value", 3.5, "2024/01/05", "it's", "\\", "", -1]
     if isinstance(value, int):
-        choices += [str(value), float(value) + 0.5, 2 ** 40, f" {value} "]
+        choices += [str(value), float(value) + 0.5, 2**40, f" {value} "]
     if isinstance(value, str):
         choices += [len(value), value.upper(), value + "'"]
     if type_ == "date":
         choices += ["2024-13-45", "20240105", "2024-01-05T00:00:00", 20240105]
     if type_.startswith("decimal"):
-        choices += ["1.234", "1e400", "NaN", 10 ** 20]
+        choices += ["1.234", "1e400", "NaN", 10**20]
     return rng.choice(choices)
 
 
-def column_statistics(rng: random.Random, data: FuzzData, table: str, column: str, rows: float, mood: str,
-                      scale: float, drop: float = 0.08, key: bool = False, refusable: bool = False) -> Dict[str, Any]:
+def column_statistics(
+    rng: random.Random,
+    data: FuzzData,
+    table: str,
+    column: str,
+    rows: float,
+    mood: str,
+    scale: float,
+    drop: float = 0.08,
+    key: bool = False,
+    refusable: bool = False,
+) -> dict[str, Any]:
     """One column's statistics; `refusable`: may hold what the statistics parser refuses."""
     col = data.column(table, column)
     freq = data.frequencies[table][column]
     real_rows = len(data.rows[table])
     real_nulls = sum(1 for r in data.rows[table] if r[[c.name for c in TABLES[table]].index(column)] is None)
     values = sorted(freq, key=lambda v: (str(type(v)), v)) if freq else []
-    out: Dict[str, Any] = {}
+    out: dict[str, Any] = {}
     if mood == "scaled":
         out["ndv"] = max(1, round(len(freq) * min(scale, rows / max(len(freq), 1)) ** rng.uniform(0, 1)))
         out["null_count"] = round(real_nulls * rows / real_rows)
@@ -120,8 +137,9 @@ def column_statistics(rng: random.Random, data: FuzzData, table: str, column: st
     return out
 
 
-def heavy_hitters(rng: random.Random, freq, real_rows: int, rows: float, mood: str, type_: str,
-                  refusable: bool = False) -> List[List[Any]]:
+def heavy_hitters(
+    rng: random.Random, freq, real_rows: int, rows: float, mood: str, type_: str, refusable: bool = False
+) -> list[list[Any]]:
     top = freq.most_common(rng.randint(1, 4))
     out = []
     for value, count in top:
@@ -144,7 +162,7 @@ def heavy_hitters(rng: random.Random, freq, real_rows: int, rows: float, mood: s
     return out
 
 
-def random_statistics(rng: random.Random, data: FuzzData, keys: Optional[Dict[str, set]] = None) -> Dict[str, Any]:
+def random_statistics(rng: random.Random, data: FuzzData, keys: dict[str, set] | None = None) -> dict[str, Any]:
     """Statistics of every table. A case's statistics are *clean* (every table and column,
     scaled from the real data around one common factor: cost-based rules decide on coherent
     numbers), *noisy* (moods mixed per table, tables, columns and fields missing at random) or
@@ -154,7 +172,7 @@ def random_statistics(rng: random.Random, data: FuzzData, keys: Optional[Dict[st
     keys = {k.lower(): {c.lower() for c in v} for k, v in (keys or {}).items()}
     quality = FORCE or rng.choices(["clean", "noisy", "absurd"], [6, 3, 1])[0]
     common = log_uniform(rng, 10, 1e7)
-    stats: Dict[str, Any] = {}
+    stats: dict[str, Any] = {}
     for table, cols in TABLES.items():
         if quality != "clean" and rng.random() < 0.08:
             continue  # no statistics for this table
@@ -169,7 +187,7 @@ def random_statistics(rng: random.Random, data: FuzzData, keys: Optional[Dict[st
             rows = log_uniform(rng, 1, 1e10)
         rows = round(rows)
         width = 8 + sum(WIDTHS.get(c.type.split("(")[0], 16) for c in cols)
-        entry: Dict[str, Any] = {"row_count": rows}
+        entry: dict[str, Any] = {"row_count": rows}
         if mood == "scaled" or rng.random() < 0.85:
             factor = log_uniform(rng, 0.2, 5) if mood != "absurd" else rng.choice([1e-9, 1e6, 0, 1])
             entry["size_bytes"] = round(rows * width * factor)
@@ -182,8 +200,17 @@ def random_statistics(rng: random.Random, data: FuzzData, keys: Optional[Dict[st
             if quality != "clean" and rng.random() < 0.12:
                 continue
             columns[col.name if rng.random() < 0.9 else col.name.upper()] = column_statistics(
-                rng, data, table, col.name, max(rows, 1), mood, scale, drop=0.0 if quality == "clean" else 0.08,
-                key=col.name in keys.get(f"{DATABASE}.{table}", ()), refusable=quality == "absurd")
+                rng,
+                data,
+                table,
+                col.name,
+                max(rows, 1),
+                mood,
+                scale,
+                drop=0.0 if quality == "clean" else 0.08,
+                key=col.name in keys.get(f"{DATABASE}.{table}", ()),
+                refusable=quality == "absurd",
+            )
         entry["columns"] = columns
         if quality != "clean" and rng.random() < 0.03:
             entry["stale"] = True
@@ -192,10 +219,10 @@ def random_statistics(rng: random.Random, data: FuzzData, keys: Optional[Dict[st
     return stats
 
 
-def _skewed_values(rng: random.Random, data: FuzzData, table: str, column: str) -> List[Any]:
+def _skewed_values(rng: random.Random, data: FuzzData, table: str, column: str) -> list[Any]:
     col = data.column(table, column)
     values = data.values(table, column)
-    out: List[Any] = []
+    out: list[Any] = []
     for _ in range(rng.randint(1, 3)):
         r = rng.random()
         if r < 0.55 and values:
@@ -205,11 +232,13 @@ def _skewed_values(rng: random.Random, data: FuzzData, table: str, column: str) 
         elif r < 0.8:
             out.append(_wrong(rng, values[0] if values else None, col.type))
         else:
-            out.append(rng.choice(["it's", "back\\slash", "a'b\\'c", "日本語", "2024/01/05", "2024-01-05", 7, "7", 1.5]))
+            out.append(
+                rng.choice(["it's", "back\\slash", "a'b\\'c", "日本語", "2024/01/05", "2024-01-05", 7, "7", 1.5])
+            )
     return out
 
 
-def _sizes(stats: Optional[Dict[str, Any]], tables: List[str]) -> List[float]:
+def _sizes(stats: dict[str, Any] | None, tables: list[str]) -> list[float]:
     """The stated sizes in bytes of the tables the query reads (where the statistics state one)."""
     out = []
     for name, entry in (stats or {}).items():
@@ -219,9 +248,13 @@ def _sizes(stats: Optional[Dict[str, Any]], tables: List[str]) -> List[float]:
     return out
 
 
-def random_config(rng: random.Random, data: FuzzData, tables: Optional[List[str]] = None,
-                  stats: Optional[Dict[str, Any]] = None,
-                  keys: Optional[Dict[str, set]] = None) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+def random_config(
+    rng: random.Random,
+    data: FuzzData,
+    tables: list[str] | None = None,
+    stats: dict[str, Any] | None = None,
+    keys: dict[str, set] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(profile block, model config): OptimizerConfig.from_dicts merges them, the model wins.
     `tables`: the tables the query reads (unqualified), which skewed_keys and sorted_keys name
     more often than others, on the query's key columns (`keys`, by `db.table`) more often than on
@@ -230,10 +263,10 @@ def random_config(rng: random.Random, data: FuzzData, tables: Optional[List[str]
     read = [t for t in (tables or []) if t in TABLES]
     sizes = _sizes(stats, read)
 
-    def some_table(pool: List[str]) -> str:
+    def some_table(pool: list[str]) -> str:
         return rng.choice(read) if read and rng.random() < 0.8 else rng.choice(pool)
 
-    config: Dict[str, Any] = {}
+    config: dict[str, Any] = {}
     if sizes and rng.random() < 0.5:
         config["broadcast_threshold_bytes"] = round(rng.choice(sizes) * log_uniform(rng, 0.001, 2))
     elif rng.random() < 0.6:
@@ -253,14 +286,16 @@ def random_config(rng: random.Random, data: FuzzData, tables: Optional[List[str]
     if rng.random() < 0.6:
         config["skew_key_min_share"] = rng.choice([1e-9, 0.01, 0.05, 0.3, 0.8, 1.0, rng.uniform(0.001, 1)])
     if rng.random() < 0.35:
-        skewed: Dict[str, Dict[str, list]] = {}
+        skewed: dict[str, dict[str, list]] = {}
         for _ in range(rng.randint(1, 2)):
             table = some_table(["fact", "fact2", "part_f", "dim_k", "orders", "dim_s", "fact"])
             candidates = [c.name for c in TABLES[table] if c.domain]
             used = [c for c in candidates if c in (keys or {}).get(f"{DATABASE}.{table}", ())]
             column = rng.choice(used if used and rng.random() < 0.8 else candidates)
             name = f"{DATABASE}.{table}" if rng.random() < 0.9 else f"{DATABASE.upper()}.{table.capitalize()}"
-            skewed.setdefault(name, {})[column if rng.random() < 0.9 else column.upper()] = _skewed_values(rng, data, table, column)
+            skewed.setdefault(name, {})[column if rng.random() < 0.9 else column.upper()] = _skewed_values(
+                rng, data, table, column
+            )
         config["skewed_keys"] = skewed
     if rng.random() < 0.5:
         sorted_keys = {}

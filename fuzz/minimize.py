@@ -17,14 +17,15 @@ from __future__ import annotations
 import copy
 import json
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any
 
 import sqlglot
 from sqlglot import exp
 
-from fuzz.runner import Case, Outcome, Runner
 from fuzz.queries import Query
+from fuzz.runner import Case, Outcome, Runner
 
 MAX_ATTEMPTS = 300
 MAX_SECONDS = 240.0
@@ -40,14 +41,18 @@ class Minimizer:
     def _budget(self) -> bool:
         return self.attempts < self.max_attempts and time.perf_counter() - self.started < self.max_seconds
 
-    def _check(self, case: Case, kind: str, best: Outcome) -> Optional[Outcome]:
+    def _check(self, case: Case, kind: str, best: Outcome) -> Outcome | None:
         """The outcome when `case` still fails the same way, else None (one attempt). A candidate
         that differs from the best case only in statistics or config and gets the same optimized
         SQL fails the same way for sure: it is kept without running the queries again (counted
         as an attempt all the same)."""
         self.attempts += 1
-        if (kind in ("mismatch", "optimized_error", "optimized_timeout") and best.optimized_sql
-                and case.query.sql == best.case.query.sql and case.spark_settings() == best.case.spark_settings()):
+        if (
+            kind in ("mismatch", "optimized_error", "optimized_timeout")
+            and best.optimized_sql
+            and case.query.sql == best.case.query.sql
+            and case.spark_settings() == best.case.spark_settings()
+        ):
             try:
                 result = self.runner.optimize_only(case)
             except Exception:
@@ -83,8 +88,15 @@ class Minimizer:
         best = outcome
         # Coarse steps first (whole config keys, whole tables of statistics), then the SQL, then
         # the fine steps (columns, fields, heavy-hitter entries) on what is left.
-        for candidates in (_flag_candidates, _config_candidates, _table_candidates, _sql_candidates,
-                           _table_candidates, _stats_candidates, _config_candidates):
+        for candidates in (
+            _flag_candidates,
+            _config_candidates,
+            _table_candidates,
+            _sql_candidates,
+            _table_candidates,
+            _stats_candidates,
+            _config_candidates,
+        ):
             best = self._shrink(kind, best, candidates)
         if best is not outcome:  # the repro's own run: its decisions, rows and error as printed
             final = self.runner.run_case(best.case)
@@ -110,7 +122,7 @@ def _flag_candidates(case: Case) -> Iterator[Case]:
         yield _with(case, shuffle_partitions=4)
 
 
-def _merged_config(case: Case) -> Dict[str, Any]:
+def _merged_config(case: Case) -> dict[str, Any]:
     merged = {**case.profile, **case.model}
     rules = {**(case.profile.get("rules") or {}), **(case.model.get("rules") or {})}
     if rules:
@@ -134,20 +146,29 @@ def _config_candidates(case: Case) -> Iterator[Case]:
             inner = value[name]
             if isinstance(inner, dict):
                 for column in list(inner):
-                    yield _with(case, profile={}, model={**merged, key: {**value, name: {c: v for c, v in inner.items() if c != column}}})
+                    yield _with(
+                        case,
+                        profile={},
+                        model={**merged, key: {**value, name: {c: v for c, v in inner.items() if c != column}}},
+                    )
                     values = inner[column]
                     if isinstance(values, list) and len(values) > 1:
                         for i in range(len(values)):
-                            fewer = values[:i] + values[i + 1:]
-                            yield _with(case, profile={}, model={**merged, key: {**value, name: {**inner, column: fewer}}})
+                            fewer = values[:i] + values[i + 1 :]
+                            yield _with(
+                                case, profile={}, model={**merged, key: {**value, name: {**inner, column: fewer}}}
+                            )
             elif isinstance(inner, list) and len(inner) > 1:
                 for i in range(len(inner)):
-                    yield _with(case, profile={}, model={**merged, key: {**value, name: inner[:i] + inner[i + 1:]}})
+                    yield _with(case, profile={}, model={**merged, key: {**value, name: inner[:i] + inner[i + 1 :]}})
 
 
-def _tables_in(sql: str) -> Optional[set]:
+def _tables_in(sql: str) -> set | None:
     try:
-        return {".".join(p for p in (t.db, t.name) if p).lower() for t in sqlglot.parse_one(sql, read="spark").find_all(exp.Table)}
+        return {
+            ".".join(p for p in (t.db, t.name) if p).lower()
+            for t in sqlglot.parse_one(sql, read="spark").find_all(exp.Table)
+        }
     except Exception:
         return None
 
@@ -194,7 +215,7 @@ def _stats_candidates(case: Case) -> Iterator[Case]:
                 if isinstance(entries, list) and len(entries) > 1:
                     for i in range(len(entries)):
                         smaller = copy.deepcopy(stats)
-                        smaller[name]["columns"][column][field] = entries[:i] + entries[i + 1:]
+                        smaller[name]["columns"][column][field] = entries[:i] + entries[i + 1 :]
                         yield _with(case, stats=smaller)
 
 
@@ -216,9 +237,9 @@ def _sql_variants(sql: str) -> Iterator[str]:
             yield text
 
 
-def _edits(tree: exp.Expression) -> List[Callable[[], None]]:
+def _edits(tree: exp.Expression) -> list[Callable[[], None]]:
     """Closures that each apply one shrinking edit to `tree` (same order for equal trees)."""
-    edits: List[Callable[[], None]] = []
+    edits: list[Callable[[], None]] = []
     for node in list(tree.walk()):
         if isinstance(node, exp.Union):
             edits.append(lambda n=node: n.replace(n.left))
@@ -226,15 +247,17 @@ def _edits(tree: exp.Expression) -> List[Callable[[], None]]:
         if isinstance(node, exp.Select):
             if len(node.expressions) > 1:
                 for i in range(len(node.expressions)):
-                    edits.append(lambda n=node, i=i: n.set("expressions", n.expressions[:i] + n.expressions[i + 1:]))
+                    edits.append(lambda n=node, i=i: n.set("expressions", n.expressions[:i] + n.expressions[i + 1 :]))
             for i, _join in enumerate(node.args.get("joins") or []):
-                edits.append(lambda n=node, i=i: n.set("joins", (n.args["joins"][:i] + n.args["joins"][i + 1:]) or None))
+                edits.append(
+                    lambda n=node, i=i: n.set("joins", (n.args["joins"][:i] + n.args["joins"][i + 1 :]) or None)
+                )
             for arg in ("order", "limit", "distinct", "hint", "having", "where"):
                 if node.args.get(arg):
                     edits.append(lambda n=node, a=arg: n.set(a, None))
         if isinstance(node, exp.With):
             for i in range(len(node.expressions)):
-                edits.append(lambda n=node, i=i: n.set("expressions", n.expressions[:i] + n.expressions[i + 1:]))
+                edits.append(lambda n=node, i=i: n.set("expressions", n.expressions[:i] + n.expressions[i + 1 :]))
         if isinstance(node, exp.And):
             edits.append(lambda n=node: n.replace(n.left))
             edits.append(lambda n=node: n.replace(n.right))
@@ -251,9 +274,9 @@ def _sql_candidates(case: Case) -> Iterator[Case]:
 
 
 # -- the report -----------------------------------------------------------------------------------
-def record(outcome: Outcome, original: Optional[Outcome] = None, attempts: int = 0) -> Dict[str, Any]:
+def record(outcome: Outcome, original: Outcome | None = None, attempts: int = 0) -> dict[str, Any]:
     case = outcome.case
-    out: Dict[str, Any] = {
+    out: dict[str, Any] = {
         "kind": outcome.kind,
         "error": outcome.error,
         "detail": outcome.detail,
@@ -269,9 +292,15 @@ def record(outcome: Outcome, original: Optional[Outcome] = None, attempts: int =
         out["only_in_original"] = [list(r) for r in outcome.diff.only_original[:10]]
         out["only_in_optimized"] = [list(r) for r in outcome.diff.only_optimized[:10]]
     if original is not None and original is not outcome:
-        out["unminimized"] = {"sql": original.case.query.sql, "optimized_sql": original.optimized_sql,
-                              "statistics": original.case.stats, "profile": original.case.profile,
-                              "model": original.case.model, "detail": original.detail, "error": original.error}
+        out["unminimized"] = {
+            "sql": original.case.query.sql,
+            "optimized_sql": original.optimized_sql,
+            "statistics": original.case.stats,
+            "profile": original.case.profile,
+            "model": original.case.model,
+            "detail": original.detail,
+            "error": original.error,
+        }
     return out
 
 

@@ -38,8 +38,9 @@ import decimal
 import random
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any
 
 from sqlglot import exp
 
@@ -48,11 +49,29 @@ from fuzz.tables import DATABASE, HOT_TABLES, TABLES, FuzzData
 # A join block the generator writes is estimated at most this many rows (before filters).
 MAX_ROWS = 40_000
 SHAPES = {
-    "join": 19, "joined_back": 16, "correlated": 16, "siblings": 6, "scalar_siblings": 4, "cte_twice": 4,
-    "union": 4, "pruning": 15, "skew": 14, "nondeterministic": 2,
+    "join": 19,
+    "joined_back": 16,
+    "correlated": 16,
+    "siblings": 6,
+    "scalar_siblings": 4,
+    "cte_twice": 4,
+    "union": 4,
+    "pruning": 15,
+    "skew": 14,
+    "nondeterministic": 2,
 }
-ALIAS_OF = {"fact": "f", "fact2": "g", "part_f": "pf", "dim_k": "dk", "dim_s": "ds", "dim_d": "dd",
-            "dim_p": "dp", "dim_g": "dg", "orders": "o", "lines": "l"}
+ALIAS_OF = {
+    "fact": "f",
+    "fact2": "g",
+    "part_f": "pf",
+    "dim_k": "dk",
+    "dim_s": "ds",
+    "dim_d": "dd",
+    "dim_p": "dp",
+    "dim_g": "dg",
+    "orders": "o",
+    "lines": "l",
+}
 DIMENSIONS = ("dim_k", "dim_s", "dim_d", "dim_p", "dim_g")
 LIKE_PATTERNS = ["%a%", "p%", "%\\\\%", "%'%", "_", "%ü%", "it\\_s"]
 NUMERIC = ("int", "bigint", "double", "decimal(12,2)", "decimal(10,2)", "decimal(13,2)", "decimal(22,2)")
@@ -69,7 +88,7 @@ class Query:
 class Col:
     name: str
     type: str
-    domain: Optional[str]
+    domain: str | None
     freq: Counter  # non-NULL values -> count (estimates and literals)
 
 
@@ -79,7 +98,7 @@ class Rel:
 
     alias: str
     source: str  # the text before the alias: `fuzz.fact`, a CTE's name, `(SELECT ...)`
-    columns: List[Col]
+    columns: list[Col]
     rows: float
 
     def col(self, name: str) -> Col:
@@ -88,10 +107,10 @@ class Rel:
     def ref(self, name: str) -> str:
         return f"{self.alias}.{name}"
 
-    def keys(self, domain: Optional[str] = None) -> List[Col]:
+    def keys(self, domain: str | None = None) -> list[Col]:
         return [c for c in self.columns if c.domain and (domain is None or c.domain == domain)]
 
-    def measures(self, numeric: bool = True) -> List[Col]:
+    def measures(self, numeric: bool = True) -> list[Col]:
         return [c for c in self.columns if not numeric or c.type in NUMERIC]
 
 
@@ -99,7 +118,7 @@ class Rel:
 class Step:
     rel: Rel
     kind: str  # "", "JOIN", "LEFT JOIN", ..., "CROSS JOIN", "," (the first item has "")
-    on: List[str] = field(default_factory=list)
+    on: list[str] = field(default_factory=list)
 
 
 class Rejected(Exception):
@@ -136,7 +155,7 @@ class QueryGenerator:
     def _reset(self) -> None:
         self._aliases = Counter()
         self._names = 0
-        self._ctes: List[str] = []  # CTEs the relations drawn so far name (relation())
+        self._ctes: list[str] = []  # CTEs the relations drawn so far name (relation())
 
     def alias(self, table: str) -> str:
         base = ALIAS_OF.get(table, table[:2])
@@ -154,12 +173,12 @@ class QueryGenerator:
             return f"{hint}_{self._names}"
         return f"c{self._names}"
 
-    def table(self, name: str, alias: Optional[str] = None) -> Rel:
+    def table(self, name: str, alias: str | None = None) -> Rel:
         freq = self.data.frequencies[name]
         columns = [Col(c.name, c.type, c.domain, freq[c.name]) for c in TABLES[name]]
         return Rel(alias or self.alias(name), f"{DATABASE}.{name}", columns, len(self.data.rows[name]))
 
-    def pick(self, seq: Sequence, weights: Optional[Sequence[float]] = None):
+    def pick(self, seq: Sequence, weights: Sequence[float] | None = None):
         return self.rng.choices(list(seq), weights=weights)[0] if weights else self.rng.choice(list(seq))
 
     def chance(self, p: float) -> bool:
@@ -186,7 +205,7 @@ class QueryGenerator:
         return self.rng.randint(-100, 1000) / 4.0
 
     # -- predicates and expressions ---------------------------------------------------------
-    def predicate(self, rel: Rel, col: Optional[Col] = None) -> str:
+    def predicate(self, rel: Rel, col: Col | None = None) -> str:
         col = col or self.pick(rel.columns)
         ref = rel.ref(col.name)
         t = col.type
@@ -212,7 +231,7 @@ class QueryGenerator:
         op = self.pick(["=", "<>", "<", "<=", ">", ">="], [3, 1, 2, 1, 2, 1])
         return f"{ref} {op} {lit(self.value(col), t)}"
 
-    def filters(self, rels: Sequence[Rel], n: int) -> List[str]:
+    def filters(self, rels: Sequence[Rel], n: int) -> list[str]:
         out = []
         for _ in range(n):
             rel = self.pick(rels)
@@ -224,7 +243,7 @@ class QueryGenerator:
             out.append(p)
         return out
 
-    def cross_predicate(self, rels: Sequence[Rel]) -> Optional[str]:
+    def cross_predicate(self, rels: Sequence[Rel]) -> str | None:
         """A non-equi predicate between two relations (columns of one type)."""
         if len(rels) < 2:
             return None
@@ -235,7 +254,7 @@ class QueryGenerator:
         x, y = self.pick(pairs)
         return f"{a.ref(x.name)} {self.pick(['<', '<=', '>', '<>'])} {b.ref(y.name)}"
 
-    def expression(self, rel: Rel) -> Tuple[str, str]:
+    def expression(self, rel: Rel) -> tuple[str, str]:
         """(a scalar expression over the relation, its type)."""
         col = self.pick(rel.columns)
         ref, t = rel.ref(col.name), col.type
@@ -243,28 +262,48 @@ class QueryGenerator:
         if r < 0.5:
             return ref, t
         if t in ("int", "bigint"):
-            return self.pick([(f"{ref} + {self.rng.randint(1, 9)}", t), (f"COALESCE({ref}, -1)", t),
-                              (f"CASE WHEN {ref} > {self.value(col)} THEN 'hi' ELSE 'lo' END", "string"),
-                              (f"CAST({ref} AS STRING)", "string"), (f"{ref} * 2", t)])
+            return self.pick(
+                [
+                    (f"{ref} + {self.rng.randint(1, 9)}", t),
+                    (f"COALESCE({ref}, -1)", t),
+                    (f"CASE WHEN {ref} > {self.value(col)} THEN 'hi' ELSE 'lo' END", "string"),
+                    (f"CAST({ref} AS STRING)", "string"),
+                    (f"{ref} * 2", t),
+                ]
+            )
         if t == "double":
             return self.pick([(f"ROUND({ref} * 2, 2)", t), (f"ABS({ref})", t), (f"COALESCE({ref}, 0D)", t)])
         if t.startswith("decimal"):
-            return self.pick([(f"{ref} * 2", "decimal(13,2)"), (f"{ref} + 1", "decimal(13,2)"),
-                              (f"COALESCE({ref}, 0)", t)])
+            return self.pick(
+                [(f"{ref} * 2", "decimal(13,2)"), (f"{ref} + 1", "decimal(13,2)"), (f"COALESCE({ref}, 0)", t)]
+            )
         if t == "string":
             other = self.pick([c for c in rel.columns if c.type == "string"])
-            return self.pick([(f"UPPER({ref})", t), (f"CONCAT({ref}, '|', {rel.ref(other.name)})", t),
-                              (f"COALESCE({ref}, 'none')", t), (f"LENGTH({ref})", "int")])
+            return self.pick(
+                [
+                    (f"UPPER({ref})", t),
+                    (f"CONCAT({ref}, '|', {rel.ref(other.name)})", t),
+                    (f"COALESCE({ref}, 'none')", t),
+                    (f"LENGTH({ref})", "int"),
+                ]
+            )
         if t == "date":
-            return self.pick([(f"DATE_ADD({ref}, 3)", t), (f"MONTH({ref})", "int"), (f"DATEDIFF({ref}, DATE '2024-01-01')", "int")])
+            return self.pick(
+                [(f"DATE_ADD({ref}, 3)", t), (f"MONTH({ref})", "int"), (f"DATEDIFF({ref}, DATE '2024-01-01')", "int")]
+            )
         return ref, t
 
-    def aggregate(self, rel: Rel, allow_distinct: bool = True) -> Tuple[str, str]:
+    def aggregate(self, rel: Rel, allow_distinct: bool = True) -> tuple[str, str]:
         """(an aggregate over the relation, its type family)."""
         numeric = [c for c in rel.columns if c.type in NUMERIC]
         col = self.pick(numeric) if numeric and self.chance(0.85) else self.pick(rel.columns)
         ref = rel.ref(col.name)
-        choices = [("COUNT(*)", "bigint"), (f"COUNT({ref})", "bigint"), (f"MIN({ref})", col.type), (f"MAX({ref})", col.type)]
+        choices = [
+            ("COUNT(*)", "bigint"),
+            (f"COUNT({ref})", "bigint"),
+            (f"MIN({ref})", col.type),
+            (f"MAX({ref})", col.type),
+        ]
         if col.type in NUMERIC:
             choices += [(f"SUM({ref})", col.type), (f"AVG({ref})", "double"), (f"SUM({ref})", col.type)]
         if allow_distinct:
@@ -301,14 +340,18 @@ class QueryGenerator:
                 columns.append(Col(name, t, None, Counter()))
             where = self.filters([inner], self.rng.randint(0, 1))
             groups = ", ".join(inner.ref(k.name) for k in keys)
-            sql = (f"(SELECT {', '.join(inner.ref(k.name) for k in keys)}, {', '.join(aggs)} FROM {inner.source} AS {inner.alias}"
-                   f"{' WHERE ' + ' AND '.join(where) if where else ''} GROUP BY {groups})")
+            sql = (
+                f"(SELECT {', '.join(inner.ref(k.name) for k in keys)}, {', '.join(aggs)} FROM {inner.source} AS {inner.alias}"
+                f"{' WHERE ' + ' AND '.join(where) if where else ''} GROUP BY {groups})"
+            )
             rows = min(len(self.data.rows[table]), max(len(k.freq) for k in keys) * (3 if len(keys) > 1 else 1))
             return Rel(alias, sql, columns, rows)
         chosen = [c for c in inner.columns if c.domain or self.chance(0.5)]
         where = self.filters([inner], self.rng.randint(0, 2))
-        sql = (f"(SELECT {', '.join(inner.ref(c.name) for c in chosen)} FROM {inner.source} AS {inner.alias}"
-               f"{' WHERE ' + ' AND '.join(where) if where else ''})")
+        sql = (
+            f"(SELECT {', '.join(inner.ref(c.name) for c in chosen)} FROM {inner.source} AS {inner.alias}"
+            f"{' WHERE ' + ' AND '.join(where) if where else ''})"
+        )
         return Rel(alias, sql, [Col(c.name, c.type, c.domain, c.freq) for c in chosen], inner.rows)
 
     # -- join blocks ------------------------------------------------------------------------
@@ -319,10 +362,10 @@ class QueryGenerator:
         matched = sum(n * b.freq.get(v, 0) for v, n in a.freq.items())
         return matched / (rows_a * rows_b)
 
-    def edges_between(self, a: Rel, b: Rel) -> List[Tuple[Col, Col]]:
+    def edges_between(self, a: Rel, b: Rel) -> list[tuple[Col, Col]]:
         return [(x, y) for x in a.keys() for y in b.keys() if x.domain == y.domain]
 
-    def choose_tables(self, n: int, shape: str) -> List[str]:
+    def choose_tables(self, n: int, shape: str) -> list[str]:
         """n table names for a star (a fact and dimensions) or a chain; at most two hot tables."""
         facts = ["fact", "fact2", "part_f", "lines", "orders"]
         if shape == "star":
@@ -337,15 +380,21 @@ class QueryGenerator:
             chosen[i] = self.pick(DIMENSIONS)
         return chosen
 
-    def connect(self, rels: List[Rel], shape: str) -> List[Tuple[int, int, Col, Col]]:
+    def connect(self, rels: list[Rel], shape: str) -> list[tuple[int, int, Col, Col]]:
         """Tree edges (i, j, col of i, col of j) over the relations; a few extra ones (cycles)."""
         edges = []
         for j in range(1, len(rels)):
             if shape == "star":
                 candidates = [0] + list(range(1, j))
-                order = [0] + self.rng.sample(candidates[1:], len(candidates) - 1) if self.chance(0.8) else self.rng.sample(candidates, len(candidates))
+                order = (
+                    [0] + self.rng.sample(candidates[1:], len(candidates) - 1)
+                    if self.chance(0.8)
+                    else self.rng.sample(candidates, len(candidates))
+                )
             else:
-                order = [j - 1] + self.rng.sample(range(j - 1), j - 1) if self.chance(0.8) else self.rng.sample(range(j), j)
+                order = (
+                    [j - 1] + self.rng.sample(range(j - 1), j - 1) if self.chance(0.8) else self.rng.sample(range(j), j)
+                )
             for i in order:
                 pairs = self.edges_between(rels[i], rels[j])
                 if pairs:
@@ -366,8 +415,8 @@ class QueryGenerator:
                 edges.append((i, j, x, y))
         return edges
 
-    def estimate(self, steps: List[Step], edges) -> float:
-        placed: List[Rel] = []
+    def estimate(self, steps: list[Step], edges) -> float:
+        placed: list[Rel] = []
         rows = 0.0
         for step in steps:
             rel = step.rel
@@ -377,7 +426,7 @@ class QueryGenerator:
                 continue
             sel = 1.0
             inner = rows * rel.rows
-            for (ra, rb, x, y) in step_edges(step, placed, edges):
+            for ra, rb, x, y in step_edges(step, placed, edges):
                 sel *= self.selectivity(x, y, ra.rows, rb.rows)
             inner *= sel
             kind = step.kind
@@ -394,8 +443,9 @@ class QueryGenerator:
             placed.append(rel)
         return rows
 
-    def join_block(self, rels: List[Rel], shape: str, edges=None, comma: Optional[bool] = None,
-                   outer: float = 0.25) -> Tuple[str, List[Rel], List[str]]:
+    def join_block(
+        self, rels: list[Rel], shape: str, edges=None, comma: bool | None = None, outer: float = 0.25
+    ) -> tuple[str, list[Rel], list[str]]:
         """(FROM clause text, the relations visible after it, WHERE conjuncts it needs)."""
         edges = edges if edges is not None else self.connect(rels, shape)
         adjacency = {i: set() for i in range(len(rels))}
@@ -409,8 +459,8 @@ class QueryGenerator:
             linked = [i for i in rest if adjacency[i] & set(order)]
             order.append(self.pick(linked) if linked and not self.chance(0.08) else self.pick(rest))
         comma = self.chance(0.15) if comma is None else comma
-        steps: List[Step] = []
-        where: List[str] = []
+        steps: list[Step] = []
+        where: list[str] = []
         invisible: set = set()
         for position, index in enumerate(order):
             rel = rels[index]
@@ -466,7 +516,9 @@ class QueryGenerator:
             raise Rejected("too many rows")
         parts = []
         for step in steps:
-            item = f"{step.rel.source} AS {step.rel.alias}" if self.chance(0.8) else f"{step.rel.source} {step.rel.alias}"
+            item = (
+                f"{step.rel.source} AS {step.rel.alias}" if self.chance(0.8) else f"{step.rel.source} {step.rel.alias}"
+            )
             if not step.kind:
                 parts.append(item)
             elif step.kind == ",":
@@ -479,8 +531,15 @@ class QueryGenerator:
         return "".join(parts), visible, where
 
     # -- SELECT lists -----------------------------------------------------------------------
-    def select_block(self, from_sql: str, visible: List[Rel], where: List[str], mode: Optional[str] = None,
-                     hint: str = "", filters: Sequence[float] = (3, 4, 2, 1)) -> Tuple[str, List[Tuple[str, str]]]:
+    def select_block(
+        self,
+        from_sql: str,
+        visible: list[Rel],
+        where: list[str],
+        mode: str | None = None,
+        hint: str = "",
+        filters: Sequence[float] = (3, 4, 2, 1),
+    ) -> tuple[str, list[tuple[str, str]]]:
         """A whole SELECT over a FROM clause: (sql, [(output name, type)]); `filters`: weights of
         adding 0, 1, 2 or 3 filters of its own."""
         mode = mode or self.pick(["plain", "group", "distinct", "window"], [5, 4, 1, 1.5])
@@ -489,9 +548,9 @@ class QueryGenerator:
             p = self.cross_predicate(visible)
             if p:
                 where.append(p)
-        outputs: List[Tuple[str, str]] = []
-        items: List[str] = []
-        group: List[str] = []
+        outputs: list[tuple[str, str]] = []
+        items: list[str] = []
+        group: list[str] = []
         having = ""
         if mode == "group":
             for _ in range(self.pick([0, 1, 1, 2, 3])):
@@ -515,7 +574,11 @@ class QueryGenerator:
             if self.chance(0.3):
                 rel = self.pick(visible)
                 numeric = [c for c in rel.columns if c.type in NUMERIC]
-                text = f"{self.pick(['SUM', 'MIN', 'MAX', 'COUNT'])}({rel.ref(self.pick(numeric).name)})" if numeric else "COUNT(*)"
+                text = (
+                    f"{self.pick(['SUM', 'MIN', 'MAX', 'COUNT'])}({rel.ref(self.pick(numeric).name)})"
+                    if numeric
+                    else "COUNT(*)"
+                )
                 having = f" HAVING {text} {self.pick(['>', '>=', '<'])} {self.rng.randint(0, 20)}"
         else:
             for _ in range(self.rng.randint(1, 6)):
@@ -529,14 +592,16 @@ class QueryGenerator:
                 part = rel.ref(self.pick(rel.columns).name)
                 m = self.pick(rel.measures()) if rel.measures() else self.pick(rel.columns)
                 order_col = rel.ref(self.pick(rel.columns).name)
-                text = self.pick([
-                    f"SUM({rel.ref(m.name)}) OVER (PARTITION BY {part})",
-                    f"COUNT(*) OVER (PARTITION BY {part})",
-                    f"MAX({rel.ref(m.name)}) OVER (PARTITION BY {part})",
-                    f"RANK() OVER (PARTITION BY {part} ORDER BY {order_col})",
-                    f"DENSE_RANK() OVER (ORDER BY {order_col} DESC)",
-                    f"COUNT({rel.ref(m.name)}) OVER (PARTITION BY {part} ORDER BY {order_col})",
-                ])
+                text = self.pick(
+                    [
+                        f"SUM({rel.ref(m.name)}) OVER (PARTITION BY {part})",
+                        f"COUNT(*) OVER (PARTITION BY {part})",
+                        f"MAX({rel.ref(m.name)}) OVER (PARTITION BY {part})",
+                        f"RANK() OVER (PARTITION BY {part} ORDER BY {order_col})",
+                        f"DENSE_RANK() OVER (ORDER BY {order_col} DESC)",
+                        f"COUNT({rel.ref(m.name)}) OVER (PARTITION BY {part} ORDER BY {order_col})",
+                    ]
+                )
                 name = self.out_name("w")
                 items.append(f"{text} AS {name}")
                 outputs.append((name, "bigint"))
@@ -550,7 +615,7 @@ class QueryGenerator:
         sql += self.order_limit([n for n, _ in outputs])
         return sql, outputs
 
-    def order_limit(self, names: List[str]) -> str:
+    def order_limit(self, names: list[str]) -> str:
         r = self.rng.random()
         if r < 0.15:
             keys = self.rng.sample(names, len(names))
@@ -595,7 +660,7 @@ class QueryGenerator:
         """The block as a CTE read by an outer SELECT * (names kept)."""
         return f"WITH body AS ({sql}) SELECT * FROM body"
 
-    def join_cte(self) -> Tuple[str, str, List[Col], str, str]:
+    def join_cte(self) -> tuple[str, str, list[Col], str, str]:
         """A CTE that aggregates a join by its join key (the input merge_correlated_aggregates
         fires on): (definition, name, output columns, the key column, a second grouping column)."""
         variant = self.pick(["orders", "fact_dim", "fact2_fact", "fact_dim_g"])
@@ -606,33 +671,64 @@ class QueryGenerator:
             measure = self.pick(["l.amt", "l.v", "l.q"])
             extra = self.pick(["o.k", "o.g", "o.dt", "o.s"])
             where = self.pick(["", "", f" WHERE l.q > {self.rng.randint(0, 20)}", " WHERE o.g <> 3"])
-            body = (f"SELECT {key_side} AS order_id, {extra} AS grp, {m}({measure}) AS total FROM fuzz.lines l "
-                    f"JOIN fuzz.orders o ON l.order_id = o.order_id{where} GROUP BY {key_side}, {extra}")
+            body = (
+                f"SELECT {key_side} AS order_id, {extra} AS grp, {m}({measure}) AS total FROM fuzz.lines l "
+                f"JOIN fuzz.orders o ON l.order_id = o.order_id{where} GROUP BY {key_side}, {extra}"
+            )
             grp_col = self.data.frequencies["orders"][extra.split(".")[1]]
             key = Col("order_id", "bigint", "ID", Counter({v: 1 for v in self.data.frequencies["orders"]["order_id"]}))
-            grp = Col("grp", dict(k="int", g="int", dt="date", s="string")[extra.split(".")[1]],
-                      {"o.k": "K", "o.g": "G", "o.dt": "D", "o.s": "S"}[extra], Counter({v: 2 for v in grp_col}))
-            total_type = "double" if m == "AVG" or measure == "l.v" else "bigint" if m == "COUNT" else "decimal(22,2)" if measure == "l.amt" else "bigint"
+            grp = Col(
+                "grp",
+                dict(k="int", g="int", dt="date", s="string")[extra.split(".")[1]],
+                {"o.k": "K", "o.g": "G", "o.dt": "D", "o.s": "S"}[extra],
+                Counter({v: 2 for v in grp_col}),
+            )
+            total_type = (
+                "double"
+                if m == "AVG" or measure == "l.v"
+                else "bigint"
+                if m == "COUNT"
+                else "decimal(22,2)"
+                if measure == "l.amt"
+                else "bigint"
+            )
         elif variant in ("fact_dim", "fact_dim_g"):
             key_side = self.pick(["f.k", "d.k"])
             extra = "d.g" if variant == "fact_dim_g" else self.pick(["d.name", "d.g", "d.r"])
             measure = self.pick(["f.amt", "f.v", "f.q"])
-            body = (f"SELECT {key_side} AS kk, {extra} AS grp, {m}({measure}) AS total FROM fuzz.fact f JOIN fuzz.dim_k d "
-                    f"ON f.k = d.k GROUP BY {key_side}, {extra}")
+            body = (
+                f"SELECT {key_side} AS kk, {extra} AS grp, {m}({measure}) AS total FROM fuzz.fact f JOIN fuzz.dim_k d "
+                f"ON f.k = d.k GROUP BY {key_side}, {extra}"
+            )
             key = Col("kk", "int", "K", Counter({v: 1 for v in self.data.frequencies["dim_k"]["k"]}))
             gt = "string" if extra == "d.name" else "int"
-            grp = Col("grp", gt, "G" if extra == "d.g" else None, Counter({v: 3 for v in self.data.frequencies["dim_k"][extra[2:]]}))
-            total_type = "double" if m == "AVG" or measure == "f.v" else "bigint" if m == "COUNT" else "decimal(22,2)" if measure == "f.amt" else "bigint"
+            grp = Col(
+                "grp",
+                gt,
+                "G" if extra == "d.g" else None,
+                Counter({v: 3 for v in self.data.frequencies["dim_k"][extra[2:]]}),
+            )
+            total_type = (
+                "double"
+                if m == "AVG" or measure == "f.v"
+                else "bigint"
+                if m == "COUNT"
+                else "decimal(22,2)"
+                if measure == "f.amt"
+                else "bigint"
+            )
         else:
-            body = (f"SELECT f.id AS fid, f.k AS grp, {m}(g.{self.pick(['amt', 'v', 'q'])}) AS total FROM fuzz.fact2 g "
-                    f"JOIN fuzz.fact f ON g.fact_id = f.id GROUP BY f.id, f.k")
+            body = (
+                f"SELECT f.id AS fid, f.k AS grp, {m}(g.{self.pick(['amt', 'v', 'q'])}) AS total FROM fuzz.fact2 g "
+                f"JOIN fuzz.fact f ON g.fact_id = f.id GROUP BY f.id, f.k"
+            )
             key = Col("fid", "bigint", "ID", Counter({v: 1 for v in self.data.frequencies["fact"]["id"]}))
             grp = Col("grp", "int", "K", Counter(self.data.frequencies["fact"]["k"]))
             total_type = "double"
         cols = [key, grp, Col("total", total_type, None, Counter())]
         return f"{name} AS ({body})", name, cols, key.name, grp.name
 
-    def source_for_correlation(self) -> Tuple[Optional[str], str, List[Col], List[str]]:
+    def source_for_correlation(self) -> tuple[str | None, str, list[Col], list[str]]:
         """(CTE definition or None, the relation's source text, its columns, candidate keys)."""
         if self.chance(0.8):
             cte, name, cols, key, grp = self.join_cte()
@@ -749,16 +845,24 @@ class QueryGenerator:
             if self.chance(0.1):
                 sub_filters += [rename(p, "t1", "t2") for p in self.filters([rel], 1)]
             numeric = [c.name for c in cols if c.type in NUMERIC]
-            arg = self.pick(["t2.total", "t2.total", f"t2.{self.pick(numeric)}"]) if fn != "COUNT" else self.pick(["*", "t2.total"])
-            sub = (f"(SELECT {factor}{fn}({arg}) FROM {name} t2 WHERE "
-                   + " AND ".join(sub_filters + [f"t2.{corr} = t1.{corr}"]) + ")")
+            arg = (
+                self.pick(["t2.total", "t2.total", f"t2.{self.pick(numeric)}"])
+                if fn != "COUNT"
+                else self.pick(["*", "t2.total"])
+            )
+            sub = (
+                f"(SELECT {factor}{fn}({arg}) FROM {name} t2 WHERE "
+                + " AND ".join(sub_filters + [f"t2.{corr} = t1.{corr}"])
+                + ")"
+            )
             items = [f"t1.{c.name} AS {self.out_name(c.name)}" for c in self.rng.sample(cols, self.rng.randint(1, 3))]
             cmp = f"t1.total {op} {sub}"
             if where_place:
                 sql = f"SELECT {', '.join(items)} FROM {name} t1 WHERE " + " AND ".join(shared + extra + [cmp])
             else:
                 sql = f"SELECT {', '.join(items)}, {sub} AS {self.out_name('sub')} FROM {name} t1" + (
-                    " WHERE " + " AND ".join(shared + extra) if shared + extra else "")
+                    " WHERE " + " AND ".join(shared + extra) if shared + extra else ""
+                )
             return f"WITH {cte} {sql}"
         if variant in ("q17", "q2", "self"):
             table = self.pick(["fact", "fact2", "lines", "part_f"]) if variant != "q2" else self.pick(["fact", "fact2"])
@@ -771,9 +875,15 @@ class QueryGenerator:
                 sub_filters = [rename(p, "xo", "xi") for p in shared]
                 if self.chance(0.15):
                     sub_filters += [rename(p, "xo", "xi") for p in self.filters([Rel("xo", t.source, t.columns, 1)], 1)]
-                sub = (f"(SELECT {factor}{fn}({arg}) FROM {t.source} xi WHERE "
-                       + " AND ".join(sub_filters + [f"xi.{key.name} = xo.{key.name}"]) + ")")
-                items = [f"xo.{c.name} AS {self.out_name(c.name)}" for c in self.rng.sample(t.columns, self.rng.randint(1, 3))]
+                sub = (
+                    f"(SELECT {factor}{fn}({arg}) FROM {t.source} xi WHERE "
+                    + " AND ".join(sub_filters + [f"xi.{key.name} = xo.{key.name}"])
+                    + ")"
+                )
+                items = [
+                    f"xo.{c.name} AS {self.out_name(c.name)}"
+                    for c in self.rng.sample(t.columns, self.rng.randint(1, 3))
+                ]
                 where = shared + [f"xo.{measure.name} {op} {sub}"]
                 return f"SELECT {', '.join(items)} FROM {t.source} xo WHERE {' AND '.join(where)}"
             dims = [d for d in DIMENSIONS if any(c.domain == key.domain for c in TABLES[d])]
@@ -791,9 +901,14 @@ class QueryGenerator:
                 other = self.table("dim_s", alias="e")
                 filt = self.predicate(other)
                 joins_sql += f", {other.source} e"
-                where += [f"xo.s = e.s", filt]
+                where += ["xo.s = e.s", filt]
                 sub_from += f", {other.source} e2"
-                sub_where += [f"xi.s = e2.s", rename(filt, "e", "e2") if self.chance(0.85) else self.predicate(Rel("e2", other.source, other.columns, 1))]
+                sub_where += [
+                    "xi.s = e2.s",
+                    rename(filt, "e", "e2")
+                    if self.chance(0.85)
+                    else self.predicate(Rel("e2", other.source, other.columns, 1)),
+                ]
             sub = f"(SELECT {factor}{fn}({arg}) FROM {sub_from} WHERE {' AND '.join(sub_where)})"
             if where_place:
                 where.append(f"xo.{measure.name} {op} {sub}")
@@ -802,13 +917,18 @@ class QueryGenerator:
                 if self.chance(0.5):
                     items.append(f"COUNT(*) AS {self.out_name('n')}")
             else:
-                items = [f"xo.{c.name} AS {self.out_name(c.name)}" for c in self.rng.sample(t.columns, self.rng.randint(1, 3))]
+                items = [
+                    f"xo.{c.name} AS {self.out_name(c.name)}"
+                    for c in self.rng.sample(t.columns, self.rng.randint(1, 3))
+                ]
                 items.append(f"d.{self.pick(dim.columns).name} AS {self.out_name('d')}")
                 if not where_place:
                     items.append(f"{sub} AS {self.out_name('sub')}")
                 if self.chance(0.2):
-                    names = [i.rsplit(' AS ', 1)[1] for i in items]
-                    return f"SELECT {', '.join(items)} FROM {joins_sql} WHERE {' AND '.join(where)}" + self.order_limit(names)
+                    names = [i.rsplit(" AS ", 1)[1] for i in items]
+                    return f"SELECT {', '.join(items)} FROM {joins_sql} WHERE {' AND '.join(where)}" + self.order_limit(
+                        names
+                    )
             return f"SELECT {', '.join(items)} FROM {joins_sql} WHERE {' AND '.join(where)}"
         if variant == "exists":  # near misses: EXISTS / IN subqueries over the same table
             table = self.pick(["fact", "fact2", "lines", "part_f"])
@@ -820,11 +940,13 @@ class QueryGenerator:
                 cond = f"{'NOT ' if self.chance(0.3) else ''}EXISTS (SELECT 1 FROM {t.source} xi WHERE xi.{key.name} = xo.{key.name} AND {filt})"
             else:
                 cond = f"xo.{key.name} {'NOT ' if self.chance(0.3) else ''}IN (SELECT xi.{key.name} FROM {t.source} xi WHERE {filt})"
-            items = [f"xo.{c.name} AS {self.out_name(c.name)}" for c in self.rng.sample(t.columns, self.rng.randint(1, 3))]
+            items = [
+                f"xo.{c.name} AS {self.out_name(c.name)}" for c in self.rng.sample(t.columns, self.rng.randint(1, 3))
+            ]
             return f"SELECT {', '.join(items)} FROM {t.source} xo WHERE {cond}"
         raise Rejected("unknown variant")
 
-    def sibling_input(self) -> Tuple[str, Rel, List[Rel]]:
+    def sibling_input(self) -> tuple[str, Rel, list[Rel]]:
         """(FROM text of the siblings' common input, a relation to draw filters from, all relations)."""
         if self.chance(0.75):
             table = self.pick(["fact", "fact2", "lines", "part_f", "orders"])
@@ -832,7 +954,9 @@ class QueryGenerator:
             return f"{rel.source} t", rel, [rel]
         rel = self.table("fact", alias="t")
         dim = self.table(self.pick(["dim_k", "dim_s", "dim_g"]), alias="d")
-        col = next(c for c in dim.columns if c.domain in ("K", "S", "G") and any(x.domain == c.domain for x in rel.keys()))
+        col = next(
+            c for c in dim.columns if c.domain in ("K", "S", "G") and any(x.domain == c.domain for x in rel.keys())
+        )
         fcol = next(c for c in rel.keys() if c.domain == col.domain)
         return f"{rel.source} t JOIN {dim.source} d ON t.{fcol.name} = d.{col.name}", rel, [rel, dim]
 
@@ -904,8 +1028,10 @@ class QueryGenerator:
             parts = [f"({blocks[0][1]}) b1"]
             where = []
             for alias, sql in blocks[1:]:
-                conds = [f"{self.pick(['b1', 'b' + str(self.rng.randint(1, int(alias[1:]) - 1))])}.{k.name} = {alias}.{k.name}"
-                         for k in keys]
+                conds = [
+                    f"{self.pick(['b1', 'b' + str(self.rng.randint(1, int(alias[1:]) - 1))])}.{k.name} = {alias}.{k.name}"
+                    for k in keys
+                ]
                 if miss == "partial" and alias == blocks[-1][0]:
                     conds = conds[:-1] or [f"b1.{keys[0].name} <> {alias}.{keys[0].name}"]
                 if join == ",":
@@ -942,11 +1068,23 @@ class QueryGenerator:
             m1, m2 = self.pick(measures), self.pick(measures)
             threshold = self.rng.randint(0, 60)
             if self.chance(0.6):
-                text = (f"CASE WHEN {sub('COUNT(*)', bucket)} > {threshold} THEN {sub(f'AVG({m1.name})', bucket)} "
-                        f"ELSE {sub(f'AVG({m2.name})', bucket)} END")
+                text = (
+                    f"CASE WHEN {sub('COUNT(*)', bucket)} > {threshold} THEN {sub(f'AVG({m1.name})', bucket)} "
+                    f"ELSE {sub(f'AVG({m2.name})', bucket)} END"
+                )
             else:
-                text = sub(self.pick([f"SUM({m1.name})", f"MAX({m1.name})", f"COUNT({m1.name})", f"AVG({m1.name})",
-                                      f"COUNT(DISTINCT {m1.name})"]), bucket)
+                text = sub(
+                    self.pick(
+                        [
+                            f"SUM({m1.name})",
+                            f"MAX({m1.name})",
+                            f"COUNT({m1.name})",
+                            f"AVG({m1.name})",
+                            f"COUNT(DISTINCT {m1.name})",
+                        ]
+                    ),
+                    bucket,
+                )
             items.append(f"{text} AS {self.out_name('bucket')}")
         outer = self.pick(["dim_g", "dim_p", "dim_k", "fact"])
         orel = self.table(outer, alias="r")
@@ -954,7 +1092,9 @@ class QueryGenerator:
             m = self.pick(measures)
             cond = f"r.{self.pick([c.name for c in orel.columns if c.type in NUMERIC])} < {sub(f'MAX({m.name})', buckets[0])}"
             cond2 = f"r.{self.pick([c.name for c in orel.columns if c.type in NUMERIC])} >= {sub(f'MIN({m.name})', buckets[1])}"
-            return f"SELECT r.{orel.columns[0].name} AS {self.out_name('r')} FROM {orel.source} r WHERE {cond} AND {cond2}"
+            return (
+                f"SELECT r.{orel.columns[0].name} AS {self.out_name('r')} FROM {orel.source} r WHERE {cond} AND {cond2}"
+            )
         where = f" WHERE {self.predicate(orel)}" if self.chance(0.7) else ""
         if self.chance(0.1):
             items.append(f"r.{orel.columns[0].name} AS {self.out_name('r')}")
@@ -966,15 +1106,22 @@ class QueryGenerator:
         key = self.pick(rel.keys())
         if self.chance(0.5):
             m = self.pick([c for c in rel.columns if c.type in NUMERIC])
-            body = (f"SELECT t.{key.name}, SUM(t.{m.name}) AS total, COUNT(*) AS n FROM {rel.source} t"
-                    + (f" WHERE {self.predicate(rel)}" if self.chance(0.5) else "") + f" GROUP BY t.{key.name}")
-            cols = [Col(key.name, key.type, key.domain, Counter({v: 1 for v in key.freq})),
-                    Col("total", m.type, None, Counter()), Col("n", "bigint", None, Counter())]
+            body = (
+                f"SELECT t.{key.name}, SUM(t.{m.name}) AS total, COUNT(*) AS n FROM {rel.source} t"
+                + (f" WHERE {self.predicate(rel)}" if self.chance(0.5) else "")
+                + f" GROUP BY t.{key.name}"
+            )
+            cols = [
+                Col(key.name, key.type, key.domain, Counter({v: 1 for v in key.freq})),
+                Col("total", m.type, None, Counter()),
+                Col("n", "bigint", None, Counter()),
+            ]
             hot = 0
         else:
             chosen = [c for c in rel.columns if c is key or self.chance(0.5)]
             body = f"SELECT {', '.join('t.' + c.name for c in chosen)} FROM {rel.source} t" + (
-                f" WHERE {self.predicate(rel)}" if self.chance(0.6) else "")
+                f" WHERE {self.predicate(rel)}" if self.chance(0.6) else ""
+            )
             cols = chosen
             hot = 1 if table in HOT_TABLES else 0
         a = Rel("a", "c", cols, len(self.data.rows[table]))
@@ -984,7 +1131,9 @@ class QueryGenerator:
             rels.append(self.relation(self.pick(DIMENSIONS), derived=0.0))
         if self.chance(0.2):
             # read twice: once joined, once in a subquery
-            sql, _ = self.select_block("c a", [a], [f"a.{key.name} IN (SELECT b.{key.name} FROM c b WHERE {self.predicate(b)})"])
+            sql, _ = self.select_block(
+                "c a", [a], [f"a.{key.name} IN (SELECT b.{key.name} FROM c b WHERE {self.predicate(b)})"]
+            )
         else:
             if hot and len(self.data.rows[table]) > 150 and key.domain in ("K", "S", "P"):
                 raise Rejected("a hot CTE joined to itself on a hot key")
@@ -994,13 +1143,25 @@ class QueryGenerator:
 
     def shape_union(self) -> str:
         n = self.pick([1, 2, 3])
-        rels = [self.relation(t) for t in self.choose_tables(n, "star")] if n > 1 else [self.relation(self.pick(list(TABLES)))]
-        from_sql, visible, where = self.join_block(rels, "star") if n > 1 else (f"{rels[0].source} AS {rels[0].alias}", rels, [])
+        rels = (
+            [self.relation(t) for t in self.choose_tables(n, "star")]
+            if n > 1
+            else [self.relation(self.pick(list(TABLES)))]
+        )
+        from_sql, visible, where = (
+            self.join_block(rels, "star") if n > 1 else (f"{rels[0].source} AS {rels[0].alias}", rels, [])
+        )
         first, outputs = self.select_block(from_sql, visible, where, mode=self.pick(["plain", "group"]))
         self._aliases = Counter()
         m = self.pick([1, 2])
-        rels2 = [self.relation(t) for t in self.choose_tables(m, "star")] if m > 1 else [self.relation(self.pick(list(TABLES)))]
-        from2, visible2, where2 = self.join_block(rels2, "star") if m > 1 else (f"{rels2[0].source} AS {rels2[0].alias}", rels2, [])
+        rels2 = (
+            [self.relation(t) for t in self.choose_tables(m, "star")]
+            if m > 1
+            else [self.relation(self.pick(list(TABLES)))]
+        )
+        from2, visible2, where2 = (
+            self.join_block(rels2, "star") if m > 1 else (f"{rels2[0].source} AS {rels2[0].alias}", rels2, [])
+        )
         items = []
         for name, t in outputs:
             candidates = [(r, c) for r in visible2 for c in r.columns if c.type == t]
@@ -1016,8 +1177,10 @@ class QueryGenerator:
         if self.chance(0.4):
             names = [n for n, _ in outputs]
             key = names[0]
-            return (f"SELECT u.{key} AS {key}, COUNT(*) AS {self.out_name('n')} FROM ({first} UNION ALL {second}) u "
-                    f"GROUP BY u.{key}")
+            return (
+                f"SELECT u.{key} AS {key}, COUNT(*) AS {self.out_name('n')} FROM ({first} UNION ALL {second}) u "
+                f"GROUP BY u.{key}"
+            )
         return f"{first} UNION ALL {second}"
 
     def shape_pruning(self) -> str:
@@ -1042,13 +1205,23 @@ class QueryGenerator:
             other = self.pick([c for c in t.keys() if c.name != bcol.name] or [bcol])
             m = self.pick([c for c in t.columns if c.type in NUMERIC])
             groups = [bcol.name] + ([other.name] if other.name != bcol.name and self.chance(0.5) else [])
-            big_sql = (f"(SELECT {', '.join('i.' + g for g in groups)}, SUM(i.{m.name}) AS total FROM {t.source} i"
-                       + (f" WHERE {self.predicate(t)}" if self.chance(0.3) else "") + f" GROUP BY {', '.join('i.' + g for g in groups)})")
-            big = Rel("b", big_sql, [Col(g, t.col(g).type, t.col(g).domain, Counter({v: 1 for v in t.col(g).freq})) for g in groups]
-                      + [Col("total", m.type, None, Counter())], 60)
+            big_sql = (
+                f"(SELECT {', '.join('i.' + g for g in groups)}, SUM(i.{m.name}) AS total FROM {t.source} i"
+                + (f" WHERE {self.predicate(t)}" if self.chance(0.3) else "")
+                + f" GROUP BY {', '.join('i.' + g for g in groups)})"
+            )
+            big = Rel(
+                "b",
+                big_sql,
+                [Col(g, t.col(g).type, t.col(g).domain, Counter({v: 1 for v in t.col(g).freq})) for g in groups]
+                + [Col("total", m.type, None, Counter())],
+                60,
+            )
         else:
             big = self.table("part_f", alias="b")
-            pairs = [(x, y) for x, y in self.edges_between(big, small) if x.name == "p"] or self.edges_between(big, small)
+            pairs = [(x, y) for x, y in self.edges_between(big, small) if x.name == "p"] or self.edges_between(
+                big, small
+            )
             bcol, scol = self.pick(pairs)
             big_sql = big.source
         dfilters = self.filters([small], self.pick([0, 1, 2], [0.5, 2, 2]))
@@ -1062,7 +1235,9 @@ class QueryGenerator:
                 from_sql += " AND " + " AND ".join(dfilters)
                 dfilters = []
         else:
-            first, second = (f"{big_sql} b", f"{small.source} d") if self.chance(0.6) else (f"{small.source} d", f"{big_sql} b")
+            first, second = (
+                (f"{big_sql} b", f"{small.source} d") if self.chance(0.6) else (f"{small.source} d", f"{big_sql} b")
+            )
             from_sql = f"{first} JOIN {second} ON b.{bcol.name} = d.{scol.name}"
         rels = [big] + ([small] if variant != "semi" else [])
         if self.chance(0.3):
@@ -1080,7 +1255,11 @@ class QueryGenerator:
         big = self.table(hot)
         key = {"fact": "k", "fact2": self.pick(["k", "s"]), "part_f": "p"}[hot]
         col = big.col(key)
-        others = [t for t in list(DIMENSIONS) + ["orders", "fact", "fact2"] if any(c.domain == col.domain for c in TABLES[t]) and t != hot]
+        others = [
+            t
+            for t in list(DIMENSIONS) + ["orders", "fact", "fact2"]
+            if any(c.domain == col.domain for c in TABLES[t]) and t != hot
+        ]
         other = self.table(self.pick(others))
         ocol = next(c for c in other.columns if c.domain == col.domain)
         rels = [big, other]
@@ -1097,19 +1276,27 @@ class QueryGenerator:
                 r, x, y = self.pick(pairs)
                 from_sql += f" {self.pick(['JOIN', 'LEFT JOIN'])} {third.source} {third.alias} ON {r.ref(x.name)} = {third.ref(y.name)}"
                 rels.append(third)
-        sql, _ = self.select_block(from_sql, rels, [], mode=self.pick(["plain", "group", "window"]), filters=(6, 3, 1, 0))
+        sql, _ = self.select_block(
+            from_sql, rels, [], mode=self.pick(["plain", "group", "window"]), filters=(6, 3, 1, 0)
+        )
         return sql
 
     def shape_nondeterministic(self) -> str:
         variant = self.pick(["derived", "cte", "where"])
         if variant == "derived":
-            return ("SELECT d.name AS name, SUM(f.v) AS total FROM (SELECT k, v FROM fuzz.fact WHERE rand() < 0.5) f "
-                    "JOIN fuzz.dim_k d ON f.k = d.k GROUP BY d.name")
+            return (
+                "SELECT d.name AS name, SUM(f.v) AS total FROM (SELECT k, v FROM fuzz.fact WHERE rand() < 0.5) f "
+                "JOIN fuzz.dim_k d ON f.k = d.k GROUP BY d.name"
+            )
         if variant == "cte":
-            return ("WITH r AS (SELECT f.k, f.v * rand() AS v FROM fuzz.fact f) SELECT r1.k AS k, r1.v AS v FROM r r1 "
-                    "JOIN (SELECT k, AVG(v) AS a FROM r GROUP BY k) s ON s.k = r1.k WHERE r1.v > s.a")
-        return ("SELECT f.k AS k, d.name AS name FROM fuzz.fact f JOIN fuzz.dim_k d ON f.k = d.k "
-                f"WHERE rand() < {self.rng.randint(1, 9) / 10}")
+            return (
+                "WITH r AS (SELECT f.k, f.v * rand() AS v FROM fuzz.fact f) SELECT r1.k AS k, r1.v AS v FROM r r1 "
+                "JOIN (SELECT k, AVG(v) AS a FROM r GROUP BY k) s ON s.k = r1.k WHERE r1.v > s.a"
+            )
+        return (
+            "SELECT f.k AS k, d.name AS name FROM fuzz.fact f JOIN fuzz.dim_k d ON f.k = d.k "
+            f"WHERE rand() < {self.rng.randint(1, 9) / 10}"
+        )
 
 
 def rename(text: str, old: str, new: str) -> str:
@@ -1117,7 +1304,7 @@ def rename(text: str, old: str, new: str) -> str:
     return re.sub(rf"\b{old}\.", f"{new}." if new else "", text)
 
 
-def step_edges(step: Step, placed: List[Rel], edges) -> List[Tuple[Rel, Rel, Col, Col]]:
+def step_edges(step: Step, placed: list[Rel], edges) -> list[tuple[Rel, Rel, Col, Col]]:
     """The edges (relation a, relation b, col a, col b) between a step's relation and those placed."""
     out = []
     for a, b, x, y in edges:

@@ -33,19 +33,25 @@ import threading
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any
 
 from dbt.adapters.hiveopt.impl import fetch_small_side_values
 from dbt.adapters.hiveopt.optimizer import (
-    OptimizerConfig, OptimizerContext, StatsCatalog, TableStats, key_columns, optimize, prepare_query,
+    OptimizerConfig,
+    OptimizerContext,
+    StatsCatalog,
+    TableStats,
+    key_columns,
+    optimize,
+    prepare_query,
 )
 from dbt.adapters.hiveopt.optimizer.context import FetchedValues
-from dbt.adapters.hiveopt.optimizer.statistics import StatisticsError
 from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
 from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import plan_value_fetches
-
+from dbt.adapters.hiveopt.optimizer.statistics import StatisticsError
 from fuzz import inputs
 from fuzz.compare import RowDiff, compare_rows
 from fuzz.queries import Query, QueryGenerator
@@ -66,9 +72,9 @@ class Case:
     seed: int
     index: int
     query: Query
-    stats: Dict[str, Any]
-    profile: Dict[str, Any]
-    model: Dict[str, Any]
+    stats: dict[str, Any]
+    profile: dict[str, Any]
+    model: dict[str, Any]
     materialization: str
     ansi: bool
     fetch_mode: str  # "fetch", "fail" (a simulated timeout), "none" (no pre-pass)
@@ -76,35 +82,49 @@ class Case:
     adaptive: bool = True
     shuffle_partitions: int = 4
 
-    def spark_settings(self) -> Dict[str, str]:
-        return {"spark.sql.ansi.enabled": str(self.ansi).lower(), "spark.sql.adaptive.enabled": str(self.adaptive).lower(),
-                "spark.sql.shuffle.partitions": str(self.shuffle_partitions)}
+    def spark_settings(self) -> dict[str, str]:
+        return {
+            "spark.sql.ansi.enabled": str(self.ansi).lower(),
+            "spark.sql.adaptive.enabled": str(self.adaptive).lower(),
+            "spark.sql.shuffle.partitions": str(self.shuffle_partitions),
+        }
 
-    def to_dict(self) -> Dict[str, Any]:
-        return dict(seed=self.seed, index=self.index, shape=self.query.shape, sql=self.query.sql,
-                    deterministic=self.query.deterministic, statistics=self.stats, profile=self.profile,
-                    model=self.model, materialization=self.materialization, ansi=self.ansi,
-                    fetch_mode=self.fetch_mode, adaptive=self.adaptive, shuffle_partitions=self.shuffle_partitions)
+    def to_dict(self) -> dict[str, Any]:
+        return dict(
+            seed=self.seed,
+            index=self.index,
+            shape=self.query.shape,
+            sql=self.query.sql,
+            deterministic=self.query.deterministic,
+            statistics=self.stats,
+            profile=self.profile,
+            model=self.model,
+            materialization=self.materialization,
+            ansi=self.ansi,
+            fetch_mode=self.fetch_mode,
+            adaptive=self.adaptive,
+            shuffle_partitions=self.shuffle_partitions,
+        )
 
 
 @dataclass
 class Outcome:
     case: Case
     kind: str
-    optimized_sql: Optional[str] = None
+    optimized_sql: str | None = None
     changed: bool = False
-    fallback: Optional[str] = None
+    fallback: str | None = None
     switched_off: bool = False
-    fired: List[str] = field(default_factory=list)
-    decisions: List[dict] = field(default_factory=list)
-    error: Optional[str] = None
-    detail: Optional[str] = None  # what differs, for a mismatch
-    diff: Optional[RowDiff] = None
+    fired: list[str] = field(default_factory=list)
+    decisions: list[dict] = field(default_factory=list)
+    error: str | None = None
+    detail: str | None = None  # what differs, for a mismatch
+    diff: RowDiff | None = None
     original_ran: bool = False
     both_ran: bool = False
     rows: int = 0
-    fetched: Dict[str, Any] = field(default_factory=dict)
-    seconds: Dict[str, float] = field(default_factory=dict)
+    fetched: dict[str, Any] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -124,8 +144,19 @@ def make_case(data: FuzzData, seed: int, index: int) -> Case:
         keys, tables = {}, []
     stats = inputs.random_statistics(rng, data, keys)
     profile, model = inputs.random_config(rng, data, tables, stats, keys)
-    return Case(seed, index, query, stats, profile, model, inputs.random_materialization(rng), rng.random() < 0.8,
-                inputs.random_fetch_mode(rng), adaptive=rng.random() < 0.5, shuffle_partitions=rng.choice([1, 2, 4]))
+    return Case(
+        seed,
+        index,
+        query,
+        stats,
+        profile,
+        model,
+        inputs.random_materialization(rng),
+        rng.random() < 0.8,
+        inputs.random_fetch_mode(rng),
+        adaptive=rng.random() < 0.5,
+        shuffle_partitions=rng.choice([1, 2, 4]),
+    )
 
 
 def _first_line(error: BaseException) -> str:
@@ -172,8 +203,12 @@ class Runner:
         self.run_unchanged = run_unchanged
         self.schema, self.partitioning = data.schema(), data.partitioning()
         self._pool = ThreadPoolExecutor(max_workers=2 if parallel else 1, thread_name_prefix="fuzz-spark")
-        self._saved: Dict[str, Optional[str]] = {}
-        settings = {"spark.sql.ansi.enabled": None, "spark.sql.adaptive.enabled": None, "spark.sql.shuffle.partitions": None}
+        self._saved: dict[str, str | None] = {}
+        settings = {
+            "spark.sql.ansi.enabled": None,
+            "spark.sql.adaptive.enabled": None,
+            "spark.sql.shuffle.partitions": None,
+        }
         if not codegen:
             # Interpreted evaluation: the same results, without compiling code for every new plan
             # (which costs more than running these small queries).
@@ -185,7 +220,9 @@ class Runner:
         # PySpark logs every failing query's stack trace at ERROR: the outcomes say it in one line.
         from pyspark.logger import PySparkLogger
 
-        self._loggers = {name: PySparkLogger.getLogger(name) for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")}
+        self._loggers = {
+            name: PySparkLogger.getLogger(name) for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+        }
         self._levels = {name: logger.level for name, logger in self._loggers.items()}
         for logger in self._loggers.values():
             logger.setLevel(logging.CRITICAL + 10)
@@ -210,22 +247,32 @@ class Runner:
             prepared = prepare_query(sql, self.schema)
         except Exception:
             prepared = None
-        fetched: Dict[str, FetchedValues] = {}
+        fetched: dict[str, FetchedValues] = {}
         if prepared is not None and config.prune_fetch_values and case.fetch_mode != "none":
-            fetches = plan_value_fetches(prepared.expression, self.schema, statistics, config, case.materialization,
-                                         self.partitioning)
+            fetches = plan_value_fetches(
+                prepared.expression, self.schema, statistics, config, case.materialization, self.partitioning
+            )
             for fetch in fetches:
                 if case.fetch_mode == "fail":
+
                     def run(_sql):
                         raise TimeoutError("timed out after 20.0s (simulated)")
                 else:
+
                     def run(query_sql):
                         return [tuple(row) for row in self.spark.sql(query_sql).collect()]
+
                 fetched[fetch.key] = fetch_small_side_values(fetch, config.prune_max_values, run)
         outcome.fetched = {k: dict(values=v.values, low=v.low, high=v.high, error=v.error) for k, v in fetched.items()}
-        context = OptimizerContext(schema=self.schema, statistics=statistics, config=config, model=f"case {case.index}",
-                                   materialization=case.materialization, partitioning=self.partitioning,
-                                   fetched_values=fetched)
+        context = OptimizerContext(
+            schema=self.schema,
+            statistics=statistics,
+            config=config,
+            model=f"case {case.index}",
+            materialization=case.materialization,
+            partitioning=self.partitioning,
+            fetched_values=fetched,
+        )
         return optimize(sql, context, prepared)
 
     def optimize_only(self, case: Case):
@@ -276,14 +323,18 @@ class Runner:
             outcome.kind = "skipped"
             if result.changed and calls(result.sql) > calls(sql):
                 outcome.kind = "nondeterministic_duplicated"
-                outcome.error = f"rand() called {calls(sql)} times in the original, {calls(result.sql)} in the optimized SQL"
+                outcome.error = (
+                    f"rand() called {calls(sql)} times in the original, {calls(result.sql)} in the optimized SQL"
+                )
             return outcome
         if not result.changed and not self.run_unchanged:
             return outcome
         ran = time.perf_counter()
         # The two queries run side by side (one session, two jobs): the driver plans one while
         # the executors run the other.
-        futures = [self._pool.submit(_attempt, self.spark, text) for text in ([sql, result.sql] if result.changed else [sql])]
+        futures = [
+            self._pool.submit(_attempt, self.spark, text) for text in ([sql, result.sql] if result.changed else [sql])
+        ]
         (names, types, rows), error = futures[0].result()
         optimized = futures[1].result() if result.changed else None
         outcome.seconds["spark"] = time.perf_counter() - ran
@@ -307,8 +358,10 @@ class Runner:
             problems.append(f"column types {types} -> {types2}")
         diff = compare_rows(rows, rows2)
         if not diff.equal:
-            problems.append(f"rows: {len(diff.only_original)} only in the original, {len(diff.only_optimized)} only in "
-                            f"the optimized result (of {len(rows)} and {len(rows2)})")
+            problems.append(
+                f"rows: {len(diff.only_original)} only in the original, {len(diff.only_optimized)} only in "
+                f"the optimized result (of {len(rows)} and {len(rows2)})"
+            )
         outcome.kind = "mismatch" if problems else "same"
         outcome.detail = "; ".join(problems) or None
         outcome.diff = diff
@@ -325,12 +378,12 @@ class Summary:
     kinds: Counter = field(default_factory=Counter)
     shapes: Counter = field(default_factory=Counter)
     fired: Counter = field(default_factory=Counter)
-    fired_by_shape: Dict[str, Counter] = field(default_factory=dict)
+    fired_by_shape: dict[str, Counter] = field(default_factory=dict)
     fallbacks: Counter = field(default_factory=Counter)
     switched_off: int = 0
     big_results: int = 0
-    original_errors: List[Outcome] = field(default_factory=list)
-    failures: List[Outcome] = field(default_factory=list)
+    original_errors: list[Outcome] = field(default_factory=list)
+    failures: list[Outcome] = field(default_factory=list)
     seconds: float = 0.0
     phase_seconds: Counter = field(default_factory=Counter)
 
@@ -356,10 +409,10 @@ class Summary:
         for phase, seconds in outcome.seconds.items():
             self.phase_seconds[phase] += seconds
 
-    def quiet_rules(self) -> List[str]:
+    def quiet_rules(self) -> list[str]:
         return [r for r in REWRITING_RULES if self.fired[r] < MIN_FIRE_SHARE * max(self.queries, 1)]
 
-    def lines(self) -> List[str]:
+    def lines(self) -> list[str]:
         q = max(self.queries, 1)
         out = [
             f"queries: {self.queries}",
@@ -397,8 +450,17 @@ def fallback_prefix(reason: str) -> str:
     return head[:80]
 
 
-def run(spark, data: FuzzData, queries: int, seed: int, on_failure: Optional[Callable[[Outcome], None]] = None,
-        run_unchanged: bool = True, progress_every: int = 200, progress=sys.stderr, start: int = 0) -> Summary:
+def run(
+    spark,
+    data: FuzzData,
+    queries: int,
+    seed: int,
+    on_failure: Callable[[Outcome], None] | None = None,
+    run_unchanged: bool = True,
+    progress_every: int = 200,
+    progress=sys.stderr,
+    start: int = 0,
+) -> Summary:
     from fuzz.tables import create_tables
 
     create_tables(spark, data)
@@ -415,15 +477,19 @@ def run(spark, data: FuzzData, queries: int, seed: int, on_failure: Optional[Cal
             done = index - start + 1
             if progress is not None and progress_every and done % progress_every == 0:
                 elapsed = time.perf_counter() - started
-                print(f"[fuzz] {done}/{queries} queries, {elapsed:.0f} s, {len(summary.failures)} failures, "
-                      f"{summary.kinds['original_error']} original errors", file=progress, flush=True)
+                print(
+                    f"[fuzz] {done}/{queries} queries, {elapsed:.0f} s, {len(summary.failures)} failures, "
+                    f"{summary.kinds['original_error']} original errors",
+                    file=progress,
+                    flush=True,
+                )
     finally:
         summary.seconds = time.perf_counter() - started
         runner.close()
     return summary
 
 
-def write_finding(folder: str, record: Dict[str, Any]) -> str:
+def write_finding(folder: str, record: dict[str, Any]) -> str:
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"seed{record['case']['seed']}-case{record['case']['index']}-{record['kind']}.json")
     with open(path, "w") as handle:

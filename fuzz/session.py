@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 @contextmanager

@@ -27,19 +27,43 @@ import decimal
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 DATABASE = "fuzz"
 DEFAULT_SEED = 20240105
 
 # Domains: the values a join column of that domain draws from.
-S_VALUES = ["it's", "back\\slash", "\\", "a'b\\'c", 'dq"uote', "ünïcödé", "日本語", "emoji 😀", "tab\tx",
-            "new\nline", "", " lead", "percent%_", "O'Brien", "plain", "zz"]
+S_VALUES = [
+    "it's",
+    "back\\slash",
+    "\\",
+    "a'b\\'c",
+    'dq"uote',
+    "ünïcödé",
+    "日本語",
+    "emoji 😀",
+    "tab\tx",
+    "new\nline",
+    "",
+    " lead",
+    "percent%_",
+    "O'Brien",
+    "plain",
+    "zz",
+]
 DK_VALUES = [decimal.Decimal(v) for v in ("1.50", "2.25", "3.00", "10.10", "-4.75", "0.00", "99.99")]
 X_VALUES = [0.5, 1.25, -2.0, 3.75, 0.0, -0.0, 100.125, 0.001]
 DAY0 = datetime.date(2024, 1, 1)
-DOMAIN_TYPES = {"K": "int", "S": "string", "D": "date", "G": "int", "P": "int", "ID": "bigint",
-                "DK": "decimal(10,2)", "X": "double"}
+DOMAIN_TYPES = {
+    "K": "int",
+    "S": "string",
+    "D": "date",
+    "G": "int",
+    "P": "int",
+    "ID": "bigint",
+    "DK": "decimal(10,2)",
+    "X": "double",
+}
 HOT_K = 7
 HOT_S = "it's"
 HOT_P = 0
@@ -49,7 +73,7 @@ HOT_P = 0
 class Column:
     name: str
     type: str
-    domain: Optional[str] = None  # None: a measure, not joined on
+    domain: str | None = None  # None: a measure, not joined on
 
 
 def _c(name: str, domain_or_type: str) -> Column:
@@ -59,21 +83,54 @@ def _c(name: str, domain_or_type: str) -> Column:
 
 
 # Column order is Spark's: a partitioned table's partition column comes last.
-TABLES: Dict[str, List[Column]] = {
-    "fact": [_c("id", "ID"), _c("k", "K"), _c("s", "S"), _c("dt", "D"), _c("g", "G"), _c("p", "P"),
-             _c("dk", "DK"), _c("x", "X"), _c("q", "int"), _c("amt", "decimal(12,2)"), _c("v", "double")],
-    "fact2": [_c("id", "bigint"), _c("fact_id", "ID"), _c("k", "K"), _c("s", "S"), _c("dt", "D"), _c("g", "G"),
-              _c("q", "int"), _c("amt", "decimal(12,2)"), _c("v", "double")],
-    "part_f": [_c("id", "bigint"), _c("k", "K"), _c("s", "S"), _c("dt", "D"), _c("q", "int"),
-               _c("amt", "decimal(12,2)"), _c("v", "double"), _c("p", "P")],
+TABLES: dict[str, list[Column]] = {
+    "fact": [
+        _c("id", "ID"),
+        _c("k", "K"),
+        _c("s", "S"),
+        _c("dt", "D"),
+        _c("g", "G"),
+        _c("p", "P"),
+        _c("dk", "DK"),
+        _c("x", "X"),
+        _c("q", "int"),
+        _c("amt", "decimal(12,2)"),
+        _c("v", "double"),
+    ],
+    "fact2": [
+        _c("id", "bigint"),
+        _c("fact_id", "ID"),
+        _c("k", "K"),
+        _c("s", "S"),
+        _c("dt", "D"),
+        _c("g", "G"),
+        _c("q", "int"),
+        _c("amt", "decimal(12,2)"),
+        _c("v", "double"),
+    ],
+    "part_f": [
+        _c("id", "bigint"),
+        _c("k", "K"),
+        _c("s", "S"),
+        _c("dt", "D"),
+        _c("q", "int"),
+        _c("amt", "decimal(12,2)"),
+        _c("v", "double"),
+        _c("p", "P"),
+    ],
     "dim_k": [_c("k", "K"), _c("name", "string"), _c("g", "G"), _c("w", "X"), _c("dk", "DK"), _c("r", "int")],
     "dim_s": [_c("s", "S"), _c("label", "string"), _c("g", "G"), _c("r", "int")],
     "dim_d": [_c("dt", "D"), _c("yr", "int"), _c("mo", "int"), _c("wk", "int"), _c("p", "P")],
     "dim_p": [_c("p", "P"), _c("region", "string"), _c("g", "G")],
     "dim_g": [_c("g", "G"), _c("gname", "string"), _c("r", "int")],
     "orders": [_c("order_id", "ID"), _c("k", "K"), _c("g", "G"), _c("dt", "D"), _c("s", "S"), _c("r", "int")],
-    "lines": [_c("line_id", "bigint"), _c("order_id", "ID"), _c("q", "int"), _c("amt", "decimal(12,2)"),
-              _c("v", "double")],
+    "lines": [
+        _c("line_id", "bigint"),
+        _c("order_id", "ID"),
+        _c("q", "int"),
+        _c("amt", "decimal(12,2)"),
+        _c("v", "double"),
+    ],
 }
 PARTITIONED = {"part_f": ["p"]}
 # Tables with a hot key: at most two of them (or two reads of one) in a query's joins.
@@ -83,18 +140,18 @@ HOT_TABLES = ("fact", "fact2", "part_f")
 @dataclass
 class FuzzData:
     seed: int
-    rows: Dict[str, List[tuple]]
+    rows: dict[str, list[tuple]]
     # table -> column -> Counter of non-NULL values (what an equi-join can match)
-    frequencies: Dict[str, Dict[str, Counter]] = field(default_factory=dict)
+    frequencies: dict[str, dict[str, Counter]] = field(default_factory=dict)
 
-    def schema(self) -> Dict[str, Dict[str, Dict[str, str]]]:
+    def schema(self) -> dict[str, dict[str, dict[str, str]]]:
         """{db: {table: {column: spark type}}}, as the optimizer's context takes it."""
         return {DATABASE: {t: {c.name: c.type for c in cols} for t, cols in TABLES.items()}}
 
-    def partitioning(self) -> Dict[str, List[str]]:
+    def partitioning(self) -> dict[str, list[str]]:
         return {f"{DATABASE}.{t}": list(cols) for t, cols in PARTITIONED.items()}
 
-    def values(self, table: str, column: str) -> List[Any]:
+    def values(self, table: str, column: str) -> list[Any]:
         """The column's distinct non-NULL values, most frequent first."""
         return [v for v, _ in self.frequencies[table][column].most_common()]
 
@@ -129,16 +186,26 @@ def _k(rng: random.Random) -> int:
 def build_data(seed: int = DEFAULT_SEED) -> FuzzData:
     """The rows of every table, as tuples in TABLES' column order."""
     rng = random.Random(seed)
-    rows: Dict[str, List[tuple]] = {}
+    rows: dict[str, list[tuple]] = {}
 
     fact = []
     for i in range(1, 241):
         k = _maybe(rng, _hot(rng, HOT_K, 0.90, lambda: _k(rng)), 0.05)
-        fact.append((i, k, _maybe(rng, rng.choice(S_VALUES), 0.08), _maybe(rng, _day(rng), 0.05),
-                     _maybe(rng, rng.randrange(6), 0.05), _maybe(rng, rng.randrange(10), 0.05),
-                     _maybe(rng, rng.choice(DK_VALUES), 0.08), _maybe(rng, rng.choice(X_VALUES), 0.08),
-                     _maybe(rng, rng.randint(1, 50), 0.05), _maybe(rng, _money(rng), 0.08),
-                     _maybe(rng, _double(rng), 0.08)))
+        fact.append(
+            (
+                i,
+                k,
+                _maybe(rng, rng.choice(S_VALUES), 0.08),
+                _maybe(rng, _day(rng), 0.05),
+                _maybe(rng, rng.randrange(6), 0.05),
+                _maybe(rng, rng.randrange(10), 0.05),
+                _maybe(rng, rng.choice(DK_VALUES), 0.08),
+                _maybe(rng, rng.choice(X_VALUES), 0.08),
+                _maybe(rng, rng.randint(1, 50), 0.05),
+                _maybe(rng, _money(rng), 0.08),
+                _maybe(rng, _double(rng), 0.08),
+            )
+        )
     rows["fact"] = fact
 
     fact2 = []
@@ -147,8 +214,19 @@ def build_data(seed: int = DEFAULT_SEED) -> FuzzData:
         s = _maybe(rng, _hot(rng, HOT_S, 0.85, lambda: rng.choice(S_VALUES)), 0.05)
         fact_id = _maybe(rng, rng.randint(1, 260), 0.05)  # some ids match no fact row
         v = float("nan") if i == 17 else _maybe(rng, _double(rng), 0.08)
-        fact2.append((1000 + i, fact_id, k, s, _maybe(rng, _day(rng), 0.05), _maybe(rng, rng.randrange(6), 0.05),
-                      _maybe(rng, rng.randint(1, 50), 0.05), _maybe(rng, _money(rng), 0.08), v))
+        fact2.append(
+            (
+                1000 + i,
+                fact_id,
+                k,
+                s,
+                _maybe(rng, _day(rng), 0.05),
+                _maybe(rng, rng.randrange(6), 0.05),
+                _maybe(rng, rng.randint(1, 50), 0.05),
+                _maybe(rng, _money(rng), 0.08),
+                v,
+            )
+        )
     rows["fact2"] = fact2
 
     part_f = []
@@ -156,23 +234,40 @@ def build_data(seed: int = DEFAULT_SEED) -> FuzzData:
         p = _hot(rng, HOT_P, 0.85, lambda: rng.randrange(1, 10))  # partition values are never NULL here
         if i == 5:
             p = None  # ... but one row sits in the __HIVE_DEFAULT_PARTITION__
-        part_f.append((2000 + i, _maybe(rng, rng.randint(1, 40), 0.05), _maybe(rng, rng.choice(S_VALUES), 0.08),
-                       _maybe(rng, _day(rng), 0.05), _maybe(rng, rng.randint(1, 50), 0.05),
-                       _maybe(rng, _money(rng), 0.08), _maybe(rng, _double(rng), 0.08), p))
+        part_f.append(
+            (
+                2000 + i,
+                _maybe(rng, rng.randint(1, 40), 0.05),
+                _maybe(rng, rng.choice(S_VALUES), 0.08),
+                _maybe(rng, _day(rng), 0.05),
+                _maybe(rng, rng.randint(1, 50), 0.05),
+                _maybe(rng, _money(rng), 0.08),
+                _maybe(rng, _double(rng), 0.08),
+                p,
+            )
+        )
     rows["part_f"] = part_f
 
     # Dimensions: unique keys but a couple of duplicates (never of a hot key) and a NULL key.
     dim_k = []
     for k in list(range(1, 41)) + [11, 23, None]:
-        dim_k.append((k, rng.choice(["Ann", "O'Hara", "Zoë", "back\\", "Bob"]) + str(rng.randrange(5)),
-                      _maybe(rng, rng.randrange(6), 0.05), rng.choice(X_VALUES), _maybe(rng, rng.choice(DK_VALUES), 0.05),
-                      rng.randint(1, 9)))
+        dim_k.append(
+            (
+                k,
+                rng.choice(["Ann", "O'Hara", "Zoë", "back\\", "Bob"]) + str(rng.randrange(5)),
+                _maybe(rng, rng.randrange(6), 0.05),
+                rng.choice(X_VALUES),
+                _maybe(rng, rng.choice(DK_VALUES), 0.05),
+                rng.randint(1, 9),
+            )
+        )
     rows["dim_k"] = dim_k
 
     dim_s = []
     for s in [v for v in S_VALUES if v != "zz"] + ["plain", None, "only here"]:
-        dim_s.append((s, rng.choice(["red", "green", "blue", "it''s"]), _maybe(rng, rng.randrange(6), 0.05),
-                      rng.randint(1, 9)))
+        dim_s.append(
+            (s, rng.choice(["red", "green", "blue", "it''s"]), _maybe(rng, rng.randrange(6), 0.05), rng.randint(1, 9))
+        )
     rows["dim_s"] = dim_s
 
     dim_d = []
@@ -181,26 +276,44 @@ def build_data(seed: int = DEFAULT_SEED) -> FuzzData:
         dim_d.append((day, day.year, day.month, day.isocalendar()[1], offset % 10 if offset != 20 else None))
     rows["dim_d"] = dim_d + [(None, 2024, 1, 1, 3)]
 
-    rows["dim_p"] = [(p, rng.choice(["EU", "US", "APAC", "it's"]), _maybe(rng, rng.randrange(6), 0.1))
-                     for p in [0, 1, 2, 3, 4, 5, 5, 6, 7, 9, None]]
+    rows["dim_p"] = [
+        (p, rng.choice(["EU", "US", "APAC", "it's"]), _maybe(rng, rng.randrange(6), 0.1))
+        for p in [0, 1, 2, 3, 4, 5, 5, 6, 7, 9, None]
+    ]
     rows["dim_g"] = [(g, f"group {g}", rng.randint(1, 9)) for g in [0, 1, 2, 3, 4, 5, 2]]
 
     orders = []
     for i in range(1, 61):
-        orders.append((i, _maybe(rng, rng.randint(1, 40), 0.05), _maybe(rng, rng.randrange(6), 0.05),
-                       _maybe(rng, _day(rng), 0.05), _maybe(rng, rng.choice(S_VALUES), 0.05), rng.randint(1, 9)))
+        orders.append(
+            (
+                i,
+                _maybe(rng, rng.randint(1, 40), 0.05),
+                _maybe(rng, rng.randrange(6), 0.05),
+                _maybe(rng, _day(rng), 0.05),
+                _maybe(rng, rng.choice(S_VALUES), 0.05),
+                rng.randint(1, 9),
+            )
+        )
     rows["orders"] = orders
     lines = []
     for i in range(1, 241):
-        lines.append((5000 + i, _maybe(rng, rng.randint(1, 64), 0.04), _maybe(rng, rng.randint(1, 50), 0.05),
-                      _maybe(rng, _money(rng), 0.06), _maybe(rng, _double(rng), 0.06)))
+        lines.append(
+            (
+                5000 + i,
+                _maybe(rng, rng.randint(1, 64), 0.04),
+                _maybe(rng, rng.randint(1, 50), 0.05),
+                _maybe(rng, _money(rng), 0.06),
+                _maybe(rng, _double(rng), 0.06),
+            )
+        )
     rows["lines"] = lines
 
     data = FuzzData(seed=seed, rows=rows)
     for table, cols in TABLES.items():
         data.frequencies[table] = {
             c.name: Counter(r[i] for r in rows[table] if r[i] is not None and r[i] == r[i])  # NaN never matches
-            for i, c in enumerate(cols)}
+            for i, c in enumerate(cols)
+        }
     return data
 
 
@@ -208,7 +321,7 @@ def _ddl(table: str) -> str:
     return ", ".join(f"`{c.name}` {c.type}" for c in TABLES[table])
 
 
-_WRITTEN: Dict[Tuple[str, int], bool] = {}
+_WRITTEN: dict[tuple[str, int], bool] = {}
 
 
 def create_tables(spark, data: FuzzData) -> None:
@@ -227,7 +340,7 @@ def create_tables(spark, data: FuzzData) -> None:
     _WRITTEN[key] = True
 
 
-def check_tables(spark, data: FuzzData) -> List[str]:
+def check_tables(spark, data: FuzzData) -> list[str]:
     """Problems between the tables in Spark and the data (row counts, column order and types)."""
     problems = []
     for table, cols in TABLES.items():

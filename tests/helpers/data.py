@@ -7,17 +7,17 @@ from __future__ import annotations
 import datetime
 import decimal
 import random
-from typing import Dict, Iterable, List
+from collections.abc import Iterable
 
 import sqlglot
+from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
-from sqlglot import exp
 
 INT_TYPES = ("int", "bigint", "smallint", "tinyint")
 
 
-def literals(sqls: Iterable[str]) -> Dict[str, List]:
+def literals(sqls: Iterable[str]) -> dict[str, list]:
     numbers, strings = set(), set()
     for sql in sqls:
         for literal in sqlglot.parse_one(sql, read=DIALECT).find_all(exp.Literal):
@@ -31,7 +31,9 @@ def literals(sqls: Iterable[str]) -> Dict[str, List]:
     return {"numbers": sorted(numbers), "strings": sorted(strings)}
 
 
-def create_tables(spark, schema: Dict[str, Dict[str, Dict[str, str]]], found: Dict[str, List], rows: int = 120, seed: int = 7) -> None:
+def create_tables(
+    spark, schema: dict[str, dict[str, dict[str, str]]], found: dict[str, list], rows: int = 120, seed: int = 7
+) -> None:
     rng = random.Random(seed)
     ints = list(range(0, 12)) + [n for n in found["numbers"] if abs(n) < 10**6]
     strings = found["strings"] + ["zz", "it's", "back\\slash"]
@@ -57,7 +59,10 @@ def create_tables(spark, schema: Dict[str, Dict[str, Dict[str, str]]], found: Di
                     elif data_type == "double":
                         row.append(float(rng.choice(ints)) + rng.choice([0.0, 0.5]))
                     elif data_type.startswith("decimal"):
-                        row.append(decimal.Decimal(rng.choice(ints)) + decimal.Decimal(rng.choice(["0", "0.01", "0.05", "0.5"])))
+                        row.append(
+                            decimal.Decimal(rng.choice(ints))
+                            + decimal.Decimal(rng.choice(["0", "0.01", "0.05", "0.5"]))
+                        )
                     else:
                         row.append(rng.choice(strings))
                 data.append(tuple(row))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
 
 from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog
 
@@ -26,9 +25,9 @@ class Case:
     rule: str
     title: str
     sql: str
-    expected: Optional[str]
+    expected: str | None
     stats: str
-    meta: Dict[str, str] = field(default_factory=dict)
+    meta: dict[str, str] = field(default_factory=dict)
 
     @property
     def executable(self) -> bool:
@@ -38,18 +37,18 @@ class Case:
         return f"{self.rule}: {self.title}"
 
 
-def load_sets() -> Dict[str, dict]:
+def load_sets() -> dict[str, dict]:
     with open(os.path.join(FIXTURES, "statistics.json")) as handle:
         return json.load(handle)
 
 
-def load_cases(rule: str) -> List[Case]:
+def load_cases(rule: str) -> list[Case]:
     with open(os.path.join(FIXTURES, f"{rule}.sql")) as handle:
         text = handle.read()
     cases = []
     for block in [b for b in text.split("\n\n") if b.strip()]:
-        meta: Dict[str, str] = {}
-        body: List[str] = []
+        meta: dict[str, str] = {}
+        body: list[str] = []
         for line in block.strip().splitlines():
             if line.startswith("#"):
                 key, _, value = line[1:].partition(":")
@@ -58,22 +57,33 @@ def load_cases(rule: str) -> List[Case]:
                 body.append(line)
         statements = [s.strip() for s in "\n".join(body).split(";\n") if s.strip()]
         statements = [s[:-1] if s.endswith(";") else s for s in statements]
-        cases.append(Case(rule, meta.get("title", ""), statements[0], statements[1] if len(statements) > 1 else None,
-                          meta.get("stats", ""), meta))
+        cases.append(
+            Case(
+                rule,
+                meta.get("title", ""),
+                statements[0],
+                statements[1] if len(statements) > 1 else None,
+                meta.get("stats", ""),
+                meta,
+            )
+        )
     return cases
 
 
-def context_for(case: Case, only_rule: Optional[str] = None, **settings) -> OptimizerContext:
+def context_for(case: Case, only_rule: str | None = None, **settings) -> OptimizerContext:
     sets = load_sets()[case.stats]
     from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
 
     rules = {name: (only_rule is None or name == only_rule) for name in RULE_NAMES}
     configured = {**sets.get("config", {}), **(json.loads(case.meta["config"]) if case.meta.get("config") else {})}
     context = OptimizerContext(
-        schema=sets["schema"], statistics=StatsCatalog.from_dict(sets["statistics"]),
+        schema=sets["schema"],
+        statistics=StatsCatalog.from_dict(sets["statistics"]),
         # The case's settings as a model's: a bad entry is ignored (and listed in problems), not an error.
-        config=OptimizerConfig.from_dicts({"rules": rules, **settings}, configured), model=case.title,
-        materialization=case.meta.get("materialization", "table"), partitioning=sets.get("partitioning", {}),
+        config=OptimizerConfig.from_dicts({"rules": rules, **settings}, configured),
+        model=case.title,
+        materialization=case.meta.get("materialization", "table"),
+        partitioning=sets.get("partitioning", {}),
     )
     if "values" in case.meta:
         context.fetched_values = fetched_for(case.sql, context, json.loads(case.meta["values"]))
@@ -87,8 +97,9 @@ def fetched_for(sql: str, context: OptimizerContext, answer) -> dict:
     from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import plan_value_fetches
 
     expression = prepare_query(sql, context.schema, context.default_db).expression
-    fetches = plan_value_fetches(expression, context.schema, context.statistics, context.config,
-                                 context.materialization, context.partitioning)
+    fetches = plan_value_fetches(
+        expression, context.schema, context.statistics, context.config, context.materialization, context.partitioning
+    )
 
     def fetched(answer) -> FetchedValues:
         return FetchedValues(values=answer) if isinstance(answer, list) else FetchedValues(**answer)

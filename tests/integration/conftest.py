@@ -3,7 +3,6 @@ import subprocess
 import sys
 
 import pytest
-
 from helpers.dbt_run import EXAMPLE, REPO
 
 

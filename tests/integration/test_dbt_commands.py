@@ -7,7 +7,6 @@ import os
 import textwrap
 
 import pytest
-
 from helpers.dbt_run import Events, run_dbt
 
 pytestmark = pytest.mark.integration
@@ -55,7 +54,8 @@ def project(spark, tmp_path_factory):
     for path, text in FILES.items():
         os.makedirs(os.path.dirname(root / path), exist_ok=True)
         (root / path).write_text(textwrap.dedent(text).lstrip())
-    (root / "profiles.yml").write_text(textwrap.dedent("""
+    (root / "profiles.yml").write_text(
+        textwrap.dedent("""
         commands:
           target: dev
           outputs:
@@ -67,7 +67,8 @@ def project(spark, tmp_path_factory):
                 broadcast_threshold_bytes: 1048576
                 stats:
                   schema: hiveopt_commands
-        """))
+        """)
+    )
     return root
 
 
@@ -112,7 +113,14 @@ def test_seed_run_test_show(project, spark):
 
 def test_run_operation_analyze(project):
     events = Events()
-    result = dbt(project, "run-operation", "hiveopt_analyze", "--args", "{models: [people], relations: [commands.orders]}", events=events)
+    result = dbt(
+        project,
+        "run-operation",
+        "hiveopt_analyze",
+        "--args",
+        "{models: [people], relations: [commands.orders]}",
+        events=events,
+    )
     assert result.success
     assert events.matching("hiveopt: analyzed commands.people: 5 rows")
     assert events.matching("hiveopt: analyzed commands.orders: 6 rows")
@@ -121,7 +129,10 @@ def test_run_operation_analyze(project):
 def test_analyze_command(project):
     from dbt.adapters.hiveopt.cli import main
 
-    assert main(["analyze", "joined", "commands.people", "--project-dir", str(project), "--profiles-dir", str(project)]) == 0
+    assert (
+        main(["analyze", "joined", "commands.people", "--project-dir", str(project), "--profiles-dir", str(project)])
+        == 0
+    )
 
 
 def test_verify_catches_a_wrong_rewrite(project, monkeypatch):
@@ -151,7 +162,8 @@ def test_explain_command(project, capsys):
 def test_debug_names_a_bad_optimizer_setting(tmp_path):
     """A bad profile setting is a clear error at `dbt debug`, naming the setting."""
     (tmp_path / "dbt_project.yml").write_text("name: bad\nversion: '1.0'\nconfig-version: 2\nprofile: bad\n")
-    (tmp_path / "profiles.yml").write_text(textwrap.dedent("""
+    (tmp_path / "profiles.yml").write_text(
+        textwrap.dedent("""
         bad:
           target: dev
           outputs:
@@ -162,7 +174,8 @@ def test_debug_names_a_bad_optimizer_setting(tmp_path):
               optimizer:
                 task_slots: 0
                 rules: {reorder: false}
-        """))
+        """)
+    )
     events = Events()
     assert not run_dbt(["debug", "--project-dir", str(tmp_path), "--profiles-dir", str(tmp_path)], events).success
     text = "\n".join(events.messages)

@@ -19,9 +19,22 @@ def test_dbt_init_writes_a_session_profile(tmp_path):
     # spark_dir, schema, threads.
     number = list(_get_adapter_plugin_names()).index("hiveopt") + 1
     env = {**os.environ, "DBT_PROFILES_DIR": str(tmp_path)}
-    result = subprocess.run([dbt, "init", "demo_project"], cwd=tmp_path, env=env, text=True, capture_output=True,
-                            input=f"{number}\n1\n.hiveopt-spark\nanalytics\n1\n", timeout=120)
+    result = subprocess.run(
+        [dbt, "init", "demo_project"],
+        cwd=tmp_path,
+        env=env,
+        text=True,
+        capture_output=True,
+        input=f"{number}\n1\n.hiveopt-spark\nanalytics\n1\n",
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     profile = yaml.safe_load((tmp_path / "profiles.yml").read_text())["demo_project"]["outputs"]["dev"]
-    assert profile == {"type": "hiveopt", "method": "session", "host": "localhost",
-                       "spark_dir": ".hiveopt-spark", "schema": "analytics", "threads": 1}
+    assert profile == {
+        "type": "hiveopt",
+        "method": "session",
+        "host": "localhost",
+        "spark_dir": ".hiveopt-spark",
+        "schema": "analytics",
+        "threads": 1,
+    }

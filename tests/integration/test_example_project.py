@@ -6,22 +6,37 @@ import os
 from collections import Counter
 
 import pytest
-
-from helpers.results import rows_of
 from helpers.dbt_run import EXAMPLE, Events, run_dbt
+from helpers.results import rows_of
 
 pytestmark = pytest.mark.integration
 
 
 def build(target, tmp_path, events=None):
     target_path = str(tmp_path / "target")
-    result = run_dbt(["build", "--project-dir", EXAMPLE, "--profiles-dir", EXAMPLE, "--target", target,
-                      "--target-path", target_path, "--log-path", str(tmp_path / "logs")], events)
+    result = run_dbt(
+        [
+            "build",
+            "--project-dir",
+            EXAMPLE,
+            "--profiles-dir",
+            EXAMPLE,
+            "--target",
+            target,
+            "--target-path",
+            target_path,
+            "--log-path",
+            str(tmp_path / "logs"),
+        ],
+        events,
+    )
     return result, os.path.join(target_path, "hiveopt")
 
 
 def check_build(result, report_dir):
-    assert result.success, [(r.node.name, r.status, r.message) for r in result.result.results if str(r.status) not in ("pass", "success")]
+    assert result.success, [
+        (r.node.name, r.status, r.message) for r in result.result.results if str(r.status) not in ("pass", "success")
+    ]
     statuses = Counter(str(r.status) for r in result.result.results)
     assert statuses["error"] == 0 and statuses["fail"] == 0
     assert statuses["pass"] >= 20  # schema tests, the singular test and the unit test
@@ -33,7 +48,8 @@ def check_build(result, report_dir):
     assert record["statistics_used"]["analytics.stg_orders"]["precision"] == "exact"  # a view over tpch.orders
     assert record["statistics_used"]["analytics.stg_nations"]["precision"] == "exact"  # a view over a seed
     assert record["statistics_gathering"]["analytics.stg_nations"]["state"] == (
-        "view: estimated through its definition over analytics.nations")
+        "view: estimated through its definition over analytics.nations"
+    )
     # No model reads the mart: no statistics job after its build (gathered on first read instead).
     assert record["after_build_statistics"]["analytics.revenue_by_nation"]["gathered"] is False
     with open(os.path.join(report_dir, "seed.nations.json")) as handle:

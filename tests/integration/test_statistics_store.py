@@ -14,7 +14,6 @@ import textwrap
 from collections import Counter
 
 import pytest
-
 from helpers.dbt_run import Events, run_dbt
 
 pytestmark = pytest.mark.integration
@@ -37,12 +36,15 @@ def _profile(name, output):
 def threads_project(root, source_db, stats_schema, connection):
     """16 models, each joining two of 4 sources on `k`, built by 8 threads at once."""
     creates = "".join(
-        f"  - \"create table if not exists {source_db}.{s} using parquet as select id, "
+        f'  - "create table if not exists {source_db}.{s} using parquet as select id, '
         f"cast(id % {100 + i} as int) as k, concat('v', cast(id % 7 as string)) as v from range({20000 + 1000 * i})\"\n"
-        for i, s in enumerate(SOURCES))
-    project = ("name: threads\nversion: \"1.0\"\nconfig-version: 2\nprofile: threads\non-run-start:\n"
-               f"  - \"create database if not exists {source_db}\"\n{creates}"
-               "models:\n  threads:\n    +materialized: table\n")
+        for i, s in enumerate(SOURCES)
+    )
+    project = (
+        'name: threads\nversion: "1.0"\nconfig-version: 2\nprofile: threads\non-run-start:\n'
+        f'  - "create database if not exists {source_db}"\n{creates}'
+        "models:\n  threads:\n    +materialized: table\n"
+    )
     files = {
         "dbt_project.yml": project,
         "models/sources.yml": f"""
@@ -50,7 +52,7 @@ def threads_project(root, source_db, stats_schema, connection):
             sources:
               - name: src
                 schema: {source_db}
-                tables: [{', '.join('{name: %s}' % s for s in SOURCES)}]
+                tables: [{", ".join("{name: %s}" % s for s in SOURCES)}]
             """,
     }
     for i in range(MODELS):
@@ -59,13 +61,18 @@ def threads_project(root, source_db, stats_schema, connection):
             b = SOURCES[(i + 2) % 4]
         files[f"models/m{i:02d}.sql"] = (
             f"select a.k, count(*) + {i} as n, max(b.v) as v from {{{{ source('src', '{a}') }}}} a "
-            f"join {{{{ source('src', '{b}') }}}} b on a.k = b.k group by a.k\n")
-    files["profiles.yml"] = _profile("threads", connection + f"""
+            f"join {{{{ source('src', '{b}') }}}} b on a.k = b.k group by a.k\n"
+        )
+    files["profiles.yml"] = _profile(
+        "threads",
+        connection
+        + f"""
         threads: 8
         optimizer:
           stats:
             schema: {stats_schema}
-        """)
+        """,
+    )
     _write(root, files)
 
 
@@ -82,8 +89,12 @@ def check_threads_run(result, events, root, source_db):
     assert result.success, [(r.node.name, r.status, r.message) for r in result.result.results]
     models = [r for r in result.result.results if r.node.resource_type == "model"]
     assert Counter(str(r.status) for r in models) == Counter({"success": MODELS})
-    hiveopt_warnings = [m for m in events.messages if "hiveopt" in m.lower() and
-                        any(w in m for w in ("not saved", "failed", "not gathered", "not optimized", "cannot"))]
+    hiveopt_warnings = [
+        m
+        for m in events.messages
+        if "hiveopt" in m.lower()
+        and any(w in m for w in ("not saved", "failed", "not gathered", "not optimized", "cannot"))
+    ]
     assert hiveopt_warnings == []
     states = Counter()
     for name, record in records(root).items():
@@ -96,7 +107,8 @@ def check_threads_run(result, events, root, source_db):
         assert all(used["precision"] == "exact" for used in record["statistics_used"].values())
     # One full gathering per table, whatever the threads: the others waited and used it.
     assert {table for (table, state), n in states.items() if state == "gathered" and n == 1} == {
-        f"{source_db}.{s}" for s in SOURCES}
+        f"{source_db}.{s}" for s in SOURCES
+    }
     assert not [key for key, n in states.items() if key[1] == "gathered" and n != 1]
     print(f"threads run: {MODELS} models, states {dict(states)}")
 
@@ -104,11 +116,16 @@ def check_threads_run(result, events, root, source_db):
 def test_threads_on_the_session(spark, tmp_path):
     spark.sql("DROP DATABASE IF EXISTS stt_src CASCADE")
     spark.sql("DROP DATABASE IF EXISTS stt_stats CASCADE")
-    threads_project(tmp_path, "stt_src", "stt_stats", """
+    threads_project(
+        tmp_path,
+        "stt_src",
+        "stt_stats",
+        """
         type: hiveopt
         method: session
         schema: stt
-        """)
+        """,
+    )
     events = Events()
     result = run(tmp_path, "run", events=events)
     check_threads_run(result, events, tmp_path, "stt_src")
@@ -118,14 +135,19 @@ def test_threads_on_the_session(spark, tmp_path):
 
 @pytest.mark.thrift
 def test_threads_on_a_thrift_server(thrift_server, tmp_path):
-    threads_project(tmp_path, "stt_src", "stt_stats", f"""
+    threads_project(
+        tmp_path,
+        "stt_src",
+        "stt_stats",
+        f"""
         type: hiveopt
         method: thrift
         host: 127.0.0.1
         port: {thrift_server.port}
         user: dbt
         schema: stt
-        """)
+        """,
+    )
     events = Events()
     result = run(tmp_path, "run", events=events)
     check_threads_run(result, events, tmp_path, "stt_src")
@@ -174,7 +196,13 @@ FAULTS = {
 def faults(spark, tmp_path):
     spark.sql("DROP DATABASE IF EXISTS stf CASCADE")
     spark.sql("DROP DATABASE IF EXISTS stf_stats CASCADE")
-    _write(tmp_path, {**FAULTS, "profiles.yml": _profile("faults", """
+    _write(
+        tmp_path,
+        {
+            **FAULTS,
+            "profiles.yml": _profile(
+                "faults",
+                """
         type: hiveopt
         method: session
         schema: stf
@@ -184,7 +212,10 @@ def faults(spark, tmp_path):
           task_slots: 2
           stats:
             schema: stf_stats
-        """)})
+        """,
+            ),
+        },
+    )
     return tmp_path
 
 
@@ -204,8 +235,10 @@ def test_null_hot_key_repro_returns_the_rows_as_written(faults, spark):
 def test_an_unreadable_payload_costs_only_its_table(faults, spark):
     assert run(faults, "run", "--select", "fact", "dim").success
     assert run(faults, "run", "--select", "joined").success  # gathers fact and dim
-    spark.sql("INSERT OVERWRITE TABLE stf_stats.table_statistics PARTITION (save_id) "
-              "SELECT 'stf.dim', 'x', '9999', 0.0, '{not json', 'broken'")
+    spark.sql(
+        "INSERT OVERWRITE TABLE stf_stats.table_statistics PARTITION (save_id) "
+        "SELECT 'stf.dim', 'x', '9999', 0.0, '{not json', 'broken'"
+    )
     events = Events()
     assert run(faults, "run", "--select", "joined", events=events).success
     warnings = events.matching("statistics of stf.dim saved at 9999 are unreadable")
@@ -216,20 +249,31 @@ def test_an_unreadable_payload_costs_only_its_table(faults, spark):
     assert not events.matching("optimizer failed") and records(faults)["joined"]["fallback_reason"] is None
     # With no valid row left, only dim is gathered again; fact keeps its statistics.
     spark.sql("ALTER TABLE stf_stats.table_statistics DROP PARTITION (save_id = 'broken')")
-    spark.sql("INSERT OVERWRITE TABLE stf_stats.table_statistics PARTITION (save_id) "
-              "SELECT 'stf.dim', 'x', '9999', 0.0, '{\"row_count\": \"many\"}', 'broken'")
+    spark.sql(
+        "INSERT OVERWRITE TABLE stf_stats.table_statistics PARTITION (save_id) "
+        "SELECT 'stf.dim', 'x', '9999', 0.0, '{\"row_count\": \"many\"}', 'broken'"
+    )
     # A run saves all it gathered as one save: drop the saves holding dim's good rows, and write
     # back the other tables' rows they held.
-    good = {r.save_id for r in spark.sql("SELECT save_id FROM stf_stats.table_statistics "
-                                         "WHERE table_name = 'stf.dim' AND save_id <> 'broken'").collect()}
-    others = [r for r in spark.table("stf_stats.table_statistics").collect()
-              if r.save_id in good and r.table_name != "stf.dim"]
+    good = {
+        r.save_id
+        for r in spark.sql(
+            "SELECT save_id FROM stf_stats.table_statistics WHERE table_name = 'stf.dim' AND save_id <> 'broken'"
+        ).collect()
+    }
+    others = [
+        r
+        for r in spark.table("stf_stats.table_statistics").collect()
+        if r.save_id in good and r.table_name != "stf.dim"
+    ]
     for save_id in good:
         spark.sql(f"ALTER TABLE stf_stats.table_statistics DROP PARTITION (save_id = '{save_id}')")
     if others:
         spark.createDataFrame(others).createOrReplaceTempView("kept_rows")
-        spark.sql("INSERT INTO stf_stats.table_statistics PARTITION (save_id) "
-                  "SELECT table_name, fingerprint, saved_at, gather_seconds, payload, save_id FROM kept_rows")
+        spark.sql(
+            "INSERT INTO stf_stats.table_statistics PARTITION (save_id) "
+            "SELECT table_name, fingerprint, saved_at, gather_seconds, payload, save_id FROM kept_rows"
+        )
     events = Events()
     assert run(faults, "run", "--select", "joined", events=events).success
     assert len(events.matching("statistics of stf.dim saved at 9999 are unreadable (StatisticsError: row_count")) == 1
@@ -239,8 +283,10 @@ def test_an_unreadable_payload_costs_only_its_table(faults, spark):
 
 def test_a_store_that_cannot_be_written_keeps_the_statistics_of_the_run(faults, spark):
     spark.sql("CREATE DATABASE IF NOT EXISTS stf_stats")
-    spark.sql("CREATE VIEW stf_stats.table_statistics AS SELECT 'x' AS table_name, 'x' AS fingerprint, "
-              "'0' AS saved_at, 0.0 AS gather_seconds, '{}' AS payload, 'x' AS save_id WHERE 1 = 0")
+    spark.sql(
+        "CREATE VIEW stf_stats.table_statistics AS SELECT 'x' AS table_name, 'x' AS fingerprint, "
+        "'0' AS saved_at, 0.0 AS gather_seconds, '{}' AS payload, 'x' AS save_id WHERE 1 = 0"
+    )
     events = Events()
     assert run(faults, "run", events=events).success
     assert len(events.matching("not saved to stf_stats.table_statistics")) == 1  # one warning per run

@@ -19,7 +19,6 @@ import textwrap
 from collections import Counter
 
 import pytest
-
 from helpers.dbt_run import Events, run_dbt
 
 pytestmark = pytest.mark.integration
@@ -91,7 +90,10 @@ def project(root, orders_rows=60000):
 
 
 def profiles(root, schema):
-    _write(root, {"profiles.yml": f"""
+    _write(
+        root,
+        {
+            "profiles.yml": f"""
         views:
           target: hiveopt
           outputs:
@@ -109,7 +111,9 @@ def profiles(root, schema):
               host: localhost
               schema: {schema}_plain
               threads: 4
-        """})
+        """
+        },
+    )
 
 
 class Statements(Events):
@@ -153,15 +157,21 @@ def test_mart_over_views_is_reordered_and_hinted(spark, views_project):
     assert mart["fired_rules"][:1] == ["reorder_joins"] and "select_join_algorithms" in mart["fired_rules"]
     assert "BROADCAST(" in mart["optimized_sql"]
     # Every view the mart reads was estimated through its definition, down to tables with statistics.
-    for view, base in (("stg_orders", f"{SOURCE_DB}.orders"), ("stg_customers", f"{SOURCE_DB}.customers"),
-                       ("stg_nations", "vws.nations"), ("stg_regions", "vws.regions")):
+    for view, base in (
+        ("stg_orders", f"{SOURCE_DB}.orders"),
+        ("stg_customers", f"{SOURCE_DB}.customers"),
+        ("stg_nations", "vws.nations"),
+        ("stg_regions", "vws.regions"),
+    ):
         state = mart["statistics_gathering"][f"vws.{view}"]["state"]
         assert state == f"view: estimated through its definition over {base}", state
         assert mart["statistics_used"][f"vws.{view}"]["precision"] != "absent"
     assert mart["statistics_used"]["vws.stg_orders"]["rows"] == 60000
     # The mart's keys reached the base tables: heavy hitters gathered for the columns behind them.
-    stored = {r.table_name: json.loads(r.payload) for r in spark.sql(
-        "SELECT table_name, payload FROM vws_stats.table_statistics").collect()}
+    stored = {
+        r.table_name: json.loads(r.payload)
+        for r in spark.sql("SELECT table_name, payload FROM vws_stats.table_statistics").collect()
+    }
     assert stored[f"{SOURCE_DB}.orders"]["columns"]["o_customer"].get("heavy_hitters") is not None
     # Seeds got statistics as dbt seed loaded them, counted from the CSV's rows with no Spark job:
     # exact, with detail for every column, so the mart needed no second pass over them.
@@ -193,15 +203,18 @@ def test_a_single_table_view_costs_nothing(spark, views_project):
         assert dbt(root, "run", "--select", "stg_orders", "--target", target, events=events).success
         (statements,) = [s for node, s in events.by_node.items() if node.endswith(".stg_orders")]
         # dbt's query comment names the target; the rest must be the same statements.
-        counts[target] = [" ".join(re.sub(r"^/\*.*?\*/", "", s).split()).replace("vws_plain.", "vws.")
-                          for s in statements]
+        counts[target] = [
+            " ".join(re.sub(r"^/\*.*?\*/", "", s).split()).replace("vws_plain.", "vws.") for s in statements
+        ]
     assert counts["hiveopt"] == counts["spark"], counts
     assert record(root, "stg_orders")["unchanged_reason"] == "no join or subquery"
     # Analyzing a view analyzes what it reads, and says so.
     events = Events()
     assert dbt(root, "run-operation", "hiveopt_analyze", "--args", "{models: [stg_orders]}", events=events).success
-    assert events.matching("hiveopt: vws.stg_orders is a view: it has no statistics of its own; models estimate it "
-                           f"through its definition over {SOURCE_DB}.orders, analyzed now")
+    assert events.matching(
+        "hiveopt: vws.stg_orders is a view: it has no statistics of its own; models estimate it "
+        f"through its definition over {SOURCE_DB}.orders, analyzed now"
+    )
     assert events.matching(f"hiveopt: analyzed {SOURCE_DB}.orders: 60000 rows")
 
 
@@ -212,15 +225,17 @@ def test_view_models_fix_no_physical_choice_and_gather_nothing(spark, views_proj
     the statements dbt-spark issues. A view with a join order to choose goes through the logical
     rules with the statistics at hand."""
     root = views_project
-    _write(root, {
-        "models/marts/customer_spend.sql": """
+    _write(
+        root,
+        {
+            "models/marts/customer_spend.sql": """
             {{ config(materialized='view') }}
             select c.customer_id, c.customer_name, sum(o.amount) as spend
             from {{ ref('stg_customers') }} c
             left join {{ ref('stg_orders') }} o on o.customer_id = c.customer_id
             group by c.customer_id, c.customer_name
             """,
-        "models/marts/nation_spend.sql": """
+            "models/marts/nation_spend.sql": """
             {{ config(materialized='view') }}
             select n.nation_name, sum(o.amount) as spend
             from {{ ref('stg_nations') }} n
@@ -228,13 +243,15 @@ def test_view_models_fix_no_physical_choice_and_gather_nothing(spark, views_proj
             join {{ ref('stg_orders') }} o on o.customer_id = c.customer_id
             group by n.nation_name
             """,
-    })
+        },
+    )
     counts = {}
     for target in ("hiveopt", "spark"):
         assert dbt(root, "seed", "--target", target).success
         events = Statements()
-        assert dbt(root, "run", "--select", "+customer_spend", "+nation_spend", "--target", target,
-                   events=events).success
+        assert dbt(
+            root, "run", "--select", "+customer_spend", "+nation_spend", "--target", target, events=events
+        ).success
         (statements,) = [s for node, s in events.by_node.items() if node.endswith(".customer_spend")]
         counts[target] = len(statements)
         if target == "hiveopt":
@@ -244,7 +261,8 @@ def test_view_models_fix_no_physical_choice_and_gather_nothing(spark, views_proj
     assert record(root, "customer_spend")["unchanged_reason"] == "a view with one join and no subquery"
     nation = record(root, "nation_spend")
     assert nation["statistics_gathering"][f"{SOURCE_DB}.orders"]["state"] == (
-        "never gathered; not gathered for a view model (the models that read it gather them)")
+        "never gathered; not gathered for a view model (the models that read it gather them)"
+    )
     assert "BROADCAST" not in nation["optimized_sql"].upper()
     (skipped,) = [d["reason"] for r in nation["rules"] if r["rule"] == "select_join_algorithms" for d in r["decisions"]]
     assert skipped.startswith("materialized as view: a stored definition does not fix join algorithms"), skipped
@@ -258,7 +276,10 @@ def test_an_incremental_model_does_not_gather_its_own_table(spark, views_project
     """An incremental run reads its own table in its is_incremental() filter: statistics of it
     would be stale once the run writes to it, so no pass is started over it."""
     root = views_project
-    _write(root, {"models/marts/order_totals.sql": """
+    _write(
+        root,
+        {
+            "models/marts/order_totals.sql": """
         {{ config(materialized='incremental') }}
         select o.order_id, o.amount, c.customer_name
         from {{ ref('stg_orders') }} o
@@ -266,7 +287,9 @@ def test_an_incremental_model_does_not_gather_its_own_table(spark, views_project
         {% if is_incremental() %}
         where o.order_id > (select max(order_id) from {{ this }})
         {% endif %}
-        """})
+        """
+        },
+    )
     assert dbt(root, "run", "--select", "+order_totals").success
     events = Statements()
     assert dbt(root, "run", "--select", "order_totals", events=events).success

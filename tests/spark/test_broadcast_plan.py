@@ -4,10 +4,11 @@ The dimension's files are bigger than Spark's broadcast threshold, so Spark plan
 join; after its filter only a few rows remain, which our estimate sees: with the rule Spark
 plans a broadcast hash join. (Spark's threshold is lowered so the test data can stay small.)"""
 
-import pytest
 from collections import Counter
 
+import pytest
 from helpers.results import rows_of
+
 from dbt.adapters.hiveopt.optimizer import OptimizerContext, StatsCatalog, optimize
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
 
@@ -26,11 +27,15 @@ def tables(spark):
     spark.sql("CREATE DATABASE IF NOT EXISTS bp")
     spark.sql("DROP TABLE IF EXISTS bp.fact")
     spark.sql("DROP TABLE IF EXISTS bp.dim")
-    spark.sql("CREATE TABLE bp.fact USING parquet AS SELECT id, id % 20000 AS dim_id, CAST(id % 100 AS DOUBLE) AS amount FROM range(200000)")
+    spark.sql(
+        "CREATE TABLE bp.fact USING parquet AS SELECT id, id % 20000 AS dim_id, CAST(id % 100 AS DOUBLE) AS amount FROM range(200000)"
+    )
     spark.sql("""CREATE TABLE bp.dim USING parquet AS
                  SELECT id AS dim_id, IF(id % 1000 = 0, 'rare', 'common') AS category,
                         sha2(CAST(id AS STRING), 256) AS label FROM range(20000)""")
-    service = StatisticsService(lambda sql: [tuple(r) for r in spark.sql(sql).collect()], stats_schema="hiveopt_test_bp")
+    service = StatisticsService(
+        lambda sql: [tuple(r) for r in spark.sql(sql).collect()], stats_schema="hiveopt_test_bp"
+    )
     stats = StatsCatalog()
     schema = {"bp": {}}
     for name in ("bp.fact", "bp.dim"):

@@ -8,11 +8,11 @@ import re
 from collections import Counter
 
 import pytest
+from helpers.fixtures import context_for, load_cases, load_sets
+from helpers.results import rows_of
 from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer import optimize
-from helpers.fixtures import context_for, load_cases, load_sets
-from helpers.results import rows_of
 
 pytestmark = pytest.mark.spark
 
@@ -25,18 +25,27 @@ def _sales():
     rows = []
     for _ in range(400):
         item = rng.choice([0, 1, 2, 3, 4, 5, 8, 9, None])
-        rows.append((item, rng.choice([1, 2, 3, 4]), rng.randint(0, 120), float(rng.choice([1, 2.5, 7, 10, 40])),
-                     rng.randint(0, 16)))
-    rows += [(7, 1, 2, 5.0, 1)] * 3          # a key no filter of the fixtures keeps (day <= 3, store 1)
-    rows += [(6, 2, 1, 9.0, 3)] * 2          # a key only the `store = 2` sibling sees
-    rows += [(None, 2, 50, 3.0, 7)] * 4      # NULL keys in both siblings
-    rows += rows[:30]                        # duplicate rows
+        rows.append(
+            (
+                item,
+                rng.choice([1, 2, 3, 4]),
+                rng.randint(0, 120),
+                float(rng.choice([1, 2.5, 7, 10, 40])),
+                rng.randint(0, 16),
+            )
+        )
+    rows += [(7, 1, 2, 5.0, 1)] * 3  # a key no filter of the fixtures keeps (day <= 3, store 1)
+    rows += [(6, 2, 1, 9.0, 3)] * 2  # a key only the `store = 2` sibling sees
+    rows += [(None, 2, 50, 3.0, 7)] * 4  # NULL keys in both siblings
+    rows += rows[:30]  # duplicate rows
     return rows
 
 
 def _orders():
     rng = random.Random(12)
-    rows = [(order, rng.choice([1, 2, 3, 4, 5, 6, 7, 8, None]), rng.choice(["EU", "US", None])) for order in range(1, 61)]
+    rows = [
+        (order, rng.choice([1, 2, 3, 4, 5, 6, 7, 8, None]), rng.choice(["EU", "US", None])) for order in range(1, 61)
+    ]
     rows += [(5, 2, "EU"), (None, 3, "EU"), (None, None, "US")]  # a duplicate order id, NULL order ids
     return rows
 
@@ -52,8 +61,15 @@ def _ledger():
     decimal shows if the rebuilt average divides differently."""
     rng = random.Random(14)
     cents = [decimal.Decimal(c) / 100 for c in (1, 2, 3, 7, 10, 33, 50, 99, 125, 1001)]
-    rows = [(rng.choice([1, 2, 3, 4, 5, None]), rng.randint(0, 12), rng.choice(cents + [None]), rng.choice([1, 2, 40, None]))
-            for _ in range(400)]
+    rows = [
+        (
+            rng.choice([1, 2, 3, 4, 5, None]),
+            rng.randint(0, 12),
+            rng.choice(cents + [None]),
+            rng.choice([1, 2, 40, None]),
+        )
+        for _ in range(400)
+    ]
     return rows + rows[:30]
 
 
@@ -90,8 +106,9 @@ def test_same_rows_and_fewer_scans(corr_tables, case):
     expected = Counter(rows_of(spark, case.sql))
     assert Counter(rows_of(spark, result.sql)) == expected
     # Fewer scans in the plan; or, for scalar subqueries (merged by Spark as it runs), fewer of them run.
-    assert (_scans(spark, result.sql) < _scans(spark, case.sql)
-            or _subqueries_run(spark, result.sql) < _subqueries_run(spark, case.sql))
+    assert _scans(spark, result.sql) < _scans(spark, case.sql) or _subqueries_run(spark, result.sql) < _subqueries_run(
+        spark, case.sql
+    )
 
 
 def test_the_data_exercises_the_firing_cases(corr_tables):
@@ -116,14 +133,23 @@ def test_null_keys_of_a_correlated_scalar_subquery(corr_tables):
     assert result.fired_rules == ["merge_correlated_aggregates"]
     expected = Counter(rows_of(spark, sql))
     assert Counter(rows_of(spark, result.sql)) == expected
-    null_customer = spark.sql("SELECT COUNT(*) AS n FROM corr.lines l JOIN corr.orders o ON l.order_id = o.order_id "
-                              "WHERE o.customer IS NULL").collect()[0].n
+    null_customer = (
+        spark.sql(
+            "SELECT COUNT(*) AS n FROM corr.lines l JOIN corr.orders o ON l.order_id = o.order_id "
+            "WHERE o.customer IS NULL"
+        )
+        .collect()[0]
+        .n
+    )
     assert null_customer > 0
 
 
 def _window_over_outer_block(case) -> bool:
-    return any(d.details.get("form") == "window over the outer block"
-               for run in optimize(case.sql, context_for(case, only_rule=case.rule)).rules for d in run.decisions)
+    return any(
+        d.details.get("form") == "window over the outer block"
+        for run in optimize(case.sql, context_for(case, only_rule=case.rule)).rules
+        for d in run.decisions
+    )
 
 
 def test_windows_over_the_outer_block_meet_rows_and_null_keys(corr_tables):
@@ -134,8 +160,10 @@ def test_windows_over_the_outer_block_meet_rows_and_null_keys(corr_tables):
     assert len(whole) >= 4, [str(c) for c in whole]
     assert all(spark.sql(c.sql).limit(1).count() > 0 for c in whole), [str(c) for c in whole]
     direct = next(c for c in whole if "correlated directly" in c.title)
-    null_rows = ("SELECT COUNT(*) AS n FROM corr.sales s JOIN corr.stores st ON s.store = st.store "
-                 "WHERE st.region = 'EU' AND s.day = 50 AND s.item IS NULL")
+    null_rows = (
+        "SELECT COUNT(*) AS n FROM corr.sales s JOIN corr.stores st ON s.store = st.store "
+        "WHERE st.region = 'EU' AND s.day = 50 AND s.item IS NULL"
+    )
     assert spark.sql(null_rows).collect()[0].n > 0, direct.title
 
 
@@ -151,8 +179,10 @@ def test_sum_over_the_outer_block_would_change_results(corr_tables, monkeypatch)
     assert Counter(rows_of(spark, safe.sql)) == Counter(rows_of(spark, case.sql))
     monkeypatch.setattr(rule, "DUPLICATE_INSENSITIVE_AGGREGATES", rule.DUPLICATE_INSENSITIVE_AGGREGATES + (exp.Sum,))
     monkeypatch.setattr(rule, "MIN_RECOMPUTE_TO_WINDOW_RATIO", 0.0)
-    unsafe = optimize(case.sql.replace("o2.region = 'EU'", "o2.region = 'EU' AND o2.order_id < 100"),
-                      context_for(case, only_rule=case.rule))
+    unsafe = optimize(
+        case.sql.replace("o2.region = 'EU'", "o2.region = 'EU' AND o2.order_id < 100"),
+        context_for(case, only_rule=case.rule),
+    )
     assert "OVER (PARTITION BY t1.customer)" in unsafe.sql and "CROSS JOIN corr.orders AS o2 WHERE" in unsafe.sql
     assert Counter(rows_of(spark, unsafe.sql)) != Counter(rows_of(spark, case.sql))
 
@@ -202,4 +232,3 @@ def test_distinct_siblings_group_by_the_distinct_expression_first(corr_tables):
     (kept,) = [c for c in cases if c.title.startswith("DISTINCT siblings with an AVG of a double")]
     result = optimize(kept.sql, context_for(kept, only_rule=kept.rule))
     assert "Expand" in _plan(spark, result.sql) and "COUNT(DISTINCT" in result.sql
-

@@ -4,12 +4,12 @@ keys, duplicate keys and filter values in the data; output column names and orde
 from collections import Counter
 
 import pytest
-
-from helpers.results import rows_of
-from dbt.adapters.hiveopt.optimizer import optimize
-from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
 from helpers.data import create_tables, literals
 from helpers.fixtures import context_for, load_cases, load_sets
+from helpers.results import rows_of
+
+from dbt.adapters.hiveopt.optimizer import optimize
+from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
 
 CASES = [c for rule in RULE_NAMES for c in load_cases(rule) if c.executable]
 

@@ -4,11 +4,11 @@ and column names as for the SQL as written (or the optimizer must fall back and 
 from collections import Counter
 
 import pytest
-
-from dbt.adapters.hiveopt.optimizer import OptimizerContext, StatsCatalog, optimize
 from helpers.data import create_tables, literals
 from helpers.fixtures import load_sets
 from helpers.results import rows_of
+
+from dbt.adapters.hiveopt.optimizer import OptimizerContext, StatsCatalog, optimize
 
 pytestmark = pytest.mark.spark
 

@@ -54,5 +54,6 @@ def test_the_slice_exercises_every_rewriting_rule(summary):
     assert not quiet, f"rules firing on less than {MIN_FIRE_SHARE:.0%} of the slice: {quiet}"
     # The generator's own health: its queries run, and most are rewritten and compared.
     assert summary.kinds["original_error"] <= 0.02 * summary.queries, [
-        (o.error, o.case.query.sql) for o in summary.original_errors[:3]]
+        (o.error, o.case.query.sql) for o in summary.original_errors[:3]
+    ]
     assert summary.both_ran >= 0.5 * summary.queries

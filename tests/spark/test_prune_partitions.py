@@ -7,29 +7,43 @@ from collections import Counter
 from types import SimpleNamespace
 
 import pytest
+from helpers.results import rows_of
 
 from dbt.adapters.hiveopt.impl import HiveoptAdapter, fetch_small_side_values
 from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, optimize, prepare_query
 from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import plan_value_fetches
-from helpers.results import rows_of
 
 pytestmark = pytest.mark.spark
 
 RULE = "prune_partitions_from_small_side"
 STRINGS = ["it's", "back\\slash", "a'b\\'c", "plain", "x\\", "\\'", None]
-SCHEMA = {"prune_t": {
-    "facts": {"k": "int", "s": "string", "v": "int"},
-    "facts_by_k": {"v": "int", "s": "string", "k": "int"},
-    "dims": {"k": "int", "s": "string", "c": "string"},
-}}
-BIG = {"row_count": 500_000_000, "size_bytes": 20_000_000_000,
-       "columns": {"k": {"ndv": 1000, "null_count": 1000, "min": 0, "max": 1000},
-                   "s": {"ndv": 1000, "avg_width": 6}, "v": {"ndv": 1000}}}
-STATS = StatsCatalog.from_dict({
-    "prune_t.facts": BIG, "prune_t.facts_by_k": BIG,
-    "prune_t.dims": {"row_count": 40, "size_bytes": 2000,
-                     "columns": {"k": {"ndv": 12}, "s": {"ndv": 7, "avg_width": 6}, "c": {"ndv": 3, "avg_width": 1}}},
-})
+SCHEMA = {
+    "prune_t": {
+        "facts": {"k": "int", "s": "string", "v": "int"},
+        "facts_by_k": {"v": "int", "s": "string", "k": "int"},
+        "dims": {"k": "int", "s": "string", "c": "string"},
+    }
+}
+BIG = {
+    "row_count": 500_000_000,
+    "size_bytes": 20_000_000_000,
+    "columns": {
+        "k": {"ndv": 1000, "null_count": 1000, "min": 0, "max": 1000},
+        "s": {"ndv": 1000, "avg_width": 6},
+        "v": {"ndv": 1000},
+    },
+}
+STATS = StatsCatalog.from_dict(
+    {
+        "prune_t.facts": BIG,
+        "prune_t.facts_by_k": BIG,
+        "prune_t.dims": {
+            "row_count": 40,
+            "size_bytes": 2000,
+            "columns": {"k": {"ndv": 12}, "s": {"ndv": 7, "avg_width": 6}, "c": {"ndv": 3, "avg_width": 1}},
+        },
+    }
+)
 PARTITIONING = {"prune_t.facts_by_k": ["k"]}
 
 
@@ -37,10 +51,13 @@ PARTITIONING = {"prune_t.facts_by_k": ["k"]}
 def tables(spark):
     spark.sql("CREATE DATABASE IF NOT EXISTS prune_t")
     facts = [(k, STRINGS[i % len(STRINGS)], i) for i, k in enumerate([*range(12), None, 3, 3, 7, None] * 6)]
-    dims = [(k, STRINGS[i % len(STRINGS)], "abc"[i % 3]) for i, k in enumerate([1, 2, 3, 3, None, 5, 7, 9, None, 11, 2, 4])]
+    dims = [
+        (k, STRINGS[i % len(STRINGS)], "abc"[i % 3]) for i, k in enumerate([1, 2, 3, 3, None, 5, 7, 9, None, 11, 2, 4])
+    ]
     spark.createDataFrame(facts, "k int, s string, v int").write.mode("overwrite").saveAsTable("prune_t.facts")
-    spark.createDataFrame(facts, "k int, s string, v int").select("v", "s", "k").write.partitionBy("k") \
-        .mode("overwrite").saveAsTable("prune_t.facts_by_k")
+    spark.createDataFrame(facts, "k int, s string, v int").select("v", "s", "k").write.partitionBy("k").mode(
+        "overwrite"
+    ).saveAsTable("prune_t.facts_by_k")
     spark.createDataFrame(dims, "k int, s string, c string").write.mode("overwrite").saveAsTable("prune_t.dims")
     return spark
 
@@ -48,9 +65,17 @@ def tables(spark):
 def run_with_fetch(spark, sql, materialization="table", **settings):
     """What the adapter does: plan the fetches, run them on Spark, optimize with the values."""
     settings = {"sorted_keys": {"prune_t.facts": ["k", "s"]}, **settings}  # small tables: one row group anyway
-    return _optimize(sql, materialization, lambda config, expression: {
-        f.key: fetch_small_side_values(f, config.prune_max_values, lambda text: [tuple(r) for r in spark.sql(text).collect()])
-        for f in plan_value_fetches(expression, SCHEMA, STATS, config, materialization, PARTITIONING)}, **settings)
+    return _optimize(
+        sql,
+        materialization,
+        lambda config, expression: {
+            f.key: fetch_small_side_values(
+                f, config.prune_max_values, lambda text: [tuple(r) for r in spark.sql(text).collect()]
+            )
+            for f in plan_value_fetches(expression, SCHEMA, STATS, config, materialization, PARTITIONING)
+        },
+        **settings,
+    )
 
 
 def run_without_fetch(sql, **settings):
@@ -60,9 +85,12 @@ def run_without_fetch(sql, **settings):
 
 
 def _optimize(sql, materialization, fetch, **settings):
-    config = OptimizerConfig.from_dicts({"rules": {"select_join_algorithms": False, "reorder_joins": False}, **settings})
-    context = OptimizerContext(schema=SCHEMA, statistics=STATS, config=config, materialization=materialization,
-                               partitioning=PARTITIONING)
+    config = OptimizerConfig.from_dicts(
+        {"rules": {"select_join_algorithms": False, "reorder_joins": False}, **settings}
+    )
+    context = OptimizerContext(
+        schema=SCHEMA, statistics=STATS, config=config, materialization=materialization, partitioning=PARTITIONING
+    )
     context.fetched_values = fetch(config, prepare_query(sql, SCHEMA).expression)
     result = optimize(sql, context)
     assert result.fallback_reason is None
@@ -72,23 +100,35 @@ def _optimize(sql, materialization, fetch, **settings):
 
 FIRING = {
     "int key, NULL and duplicate keys on both sides": (
-        "SELECT f.k, f.v, d.c FROM prune_t.facts f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'", {}),
+        "SELECT f.k, f.v, d.c FROM prune_t.facts f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'",
+        {},
+    ),
     "string keys with quotes and backslashes": (
-        "SELECT f.s, f.v, d.c FROM prune_t.facts f JOIN prune_t.dims d ON f.s = d.s WHERE d.c IN ('a', 'b')", {}),
+        "SELECT f.s, f.v, d.c FROM prune_t.facts f JOIN prune_t.dims d ON f.s = d.s WHERE d.c IN ('a', 'b')",
+        {},
+    ),
     "null-supplying side of a LEFT join": (
-        "SELECT d.k AS dk, d.c, f.v FROM prune_t.dims d LEFT JOIN prune_t.facts f ON f.k = d.k WHERE d.c = 'b'", {}),
-    "semi join": (
-        "SELECT f.v FROM prune_t.facts f LEFT SEMI JOIN prune_t.dims d ON f.s = d.s AND d.c = 'c'", {}),
+        "SELECT d.k AS dk, d.c, f.v FROM prune_t.dims d LEFT JOIN prune_t.facts f ON f.k = d.k WHERE d.c = 'b'",
+        {},
+    ),
+    "semi join": ("SELECT f.v FROM prune_t.facts f LEFT SEMI JOIN prune_t.dims d ON f.s = d.s AND d.c = 'c'", {}),
     "small side in a CTE": (
-        "WITH picked AS (SELECT k FROM prune_t.dims WHERE c <> 'a') SELECT f.v FROM prune_t.facts f JOIN picked p ON f.k = p.k", {}),
+        "WITH picked AS (SELECT k FROM prune_t.dims WHERE c <> 'a') SELECT f.v FROM prune_t.facts f JOIN picked p ON f.k = p.k",
+        {},
+    ),
     "fact aggregated before the join": (
         "SELECT a.k, a.total FROM (SELECT k, SUM(v) AS total FROM prune_t.facts GROUP BY k) a "
-        "JOIN prune_t.dims d ON a.k = d.k WHERE d.c = 'a'", {}),
+        "JOIN prune_t.dims d ON a.k = d.k WHERE d.c = 'a'",
+        {},
+    ),
     "more values than the bound: a range": (
         "SELECT f.k, f.v FROM prune_t.facts f JOIN prune_t.dims d ON f.k = d.k WHERE d.c IN ('a', 'b')",
-        {"prune_max_values": 2}),
+        {"prune_max_values": 2},
+    ),
     "an empty small side: FALSE": (
-        "SELECT f.k, f.v FROM prune_t.facts f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'zzz'", {}),
+        "SELECT f.k, f.v FROM prune_t.facts f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'zzz'",
+        {},
+    ),
 }
 
 
@@ -124,27 +164,46 @@ def test_the_filter_reaches_the_scan_below_the_aggregate(tables):
     assert scan and "In(k," in scan[0], scan
 
 
-@pytest.mark.parametrize("sql, materialization, why", [
-    ("SELECT f.k, f.v FROM prune_t.facts f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'", "view",
-     "stored definition"),
-    ("SELECT f.k, d.c FROM prune_t.facts f LEFT JOIN prune_t.dims d ON f.k = d.k AND d.c = 'a'", "table",
-     "preserved side"),
-    ("SELECT f.v, d.c FROM prune_t.facts_by_k f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'", "table",
-     "dynamic partition pruning"),
-    ("SELECT a.k, a.total FROM (SELECT k, SUM(v) AS total FROM prune_t.facts_by_k GROUP BY k) a "
-     "JOIN prune_t.dims d ON a.k = d.k WHERE d.c = 'a'", "table", "through the aggregate"),
-])
+@pytest.mark.parametrize(
+    "sql, materialization, why",
+    [
+        (
+            "SELECT f.k, f.v FROM prune_t.facts f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'",
+            "view",
+            "stored definition",
+        ),
+        (
+            "SELECT f.k, d.c FROM prune_t.facts f LEFT JOIN prune_t.dims d ON f.k = d.k AND d.c = 'a'",
+            "table",
+            "preserved side",
+        ),
+        (
+            "SELECT f.v, d.c FROM prune_t.facts_by_k f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'",
+            "table",
+            "dynamic partition pruning",
+        ),
+        (
+            "SELECT a.k, a.total FROM (SELECT k, SUM(v) AS total FROM prune_t.facts_by_k GROUP BY k) a "
+            "JOIN prune_t.dims d ON a.k = d.k WHERE d.c = 'a'",
+            "table",
+            "through the aggregate",
+        ),
+    ],
+)
 def test_does_not_fire(tables, sql, materialization, why):
     result, rule = run_with_fetch(tables, sql, materialization=materialization)
     assert not rule.fired and result.sql == sql
     assert any(why in d.reason for d in rule.decisions), [d.reason for d in rule.decisions]
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT /*+ BROADCAST(d) */ f.v, d.c FROM prune_t.facts_by_k f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'",
-    "SELECT /*+ BROADCAST(d) */ a.k, a.total FROM (SELECT k, SUM(v) AS total FROM prune_t.facts_by_k GROUP BY k) a "
-    "JOIN prune_t.dims d ON a.k = d.k WHERE d.c = 'a'",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT /*+ BROADCAST(d) */ f.v, d.c FROM prune_t.facts_by_k f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'",
+        "SELECT /*+ BROADCAST(d) */ a.k, a.total FROM (SELECT k, SUM(v) AS total FROM prune_t.facts_by_k GROUP BY k) a "
+        "JOIN prune_t.dims d ON a.k = d.k WHERE d.c = 'a'",
+    ],
+)
 def test_spark_prunes_the_broadcast_cases_itself(tables, sql):
     """The cases the rule leaves to Spark: the executed plan has a dynamic pruning subquery."""
     assert "dynamicpruningexpression(k" in _plan(tables, sql).lower()
@@ -177,18 +236,20 @@ def test_describe_reads_partition_columns(tables):
     assert info("prune_t.facts").partition_columns == []
 
 
-
 SEMI_JOIN = {
     "int key with NULL and duplicate keys, aggregated by it": (
         "SELECT a.k, a.total, d.c FROM (SELECT k, SUM(v) AS total, COUNT(*) AS n FROM prune_t.facts GROUP BY k) a "
-        "JOIN prune_t.dims d ON a.k = d.k WHERE d.c = 'a'"),
+        "JOIN prune_t.dims d ON a.k = d.k WHERE d.c = 'a'"
+    ),
     "string key with quotes and backslashes, aggregated by it (table not declared sorted)": (
         "SELECT a.s, a.total FROM (SELECT s, SUM(v) AS total FROM prune_t.facts GROUP BY s) a "
-        "JOIN prune_t.dims d ON a.s = d.s WHERE d.c IN ('a', 'b')"),
+        "JOIN prune_t.dims d ON a.s = d.s WHERE d.c IN ('a', 'b')"
+    ),
     "null-supplying side of a LEFT join, small side in a CTE": (
         "WITH picked AS (SELECT k, c FROM prune_t.dims WHERE c <> 'a') "
         "SELECT p.k AS pk, p.c, a.total FROM picked p LEFT JOIN (SELECT k, SUM(v) AS total FROM prune_t.facts GROUP BY k) a "
-        "ON a.k = p.k"),
+        "ON a.k = p.k"
+    ),
 }
 
 
@@ -214,5 +275,6 @@ def test_without_values_a_fact_read_as_is_is_left_to_spark(tables):
     sql = "SELECT f.k, f.v, d.c FROM prune_t.facts f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'"
     result, rule = run_without_fetch(sql, sorted_keys={"prune_t.facts": ["k"]})
     assert not rule.fired and result.sql == sql
-    assert any("no faster where the big side is read as is" in d.reason for d in rule.decisions), \
-        [d.reason for d in rule.decisions]
+    assert any("no faster where the big side is read as is" in d.reason for d in rule.decisions), [
+        d.reason for d in rule.decisions
+    ]

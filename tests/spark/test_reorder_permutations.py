@@ -7,9 +7,9 @@ import random
 from collections import Counter
 
 import pytest
+from helpers.results import rows_of
 
 from dbt.adapters.hiveopt.optimizer import OptimizerContext, StatsCatalog, optimize
-from helpers.results import rows_of
 
 pytestmark = pytest.mark.spark
 
@@ -22,15 +22,26 @@ def graph_tables(spark):
     rng = random.Random(5)
     spark.sql("CREATE DATABASE IF NOT EXISTS pg")
     for t in range(TABLES):
-        rows = [(rng.choice([None, *range(6)]), rng.choice([None, *range(4)]), rng.randint(0, 9)) for _ in range(30 + 10 * t)]
+        rows = [
+            (rng.choice([None, *range(6)]), rng.choice([None, *range(4)]), rng.randint(0, 9))
+            for _ in range(30 + 10 * t)
+        ]
         spark.createDataFrame(rows, "a INT, b INT, v INT").write.mode("overwrite").saveAsTable(f"pg.t{t}")
     schema = {"pg": {f"t{t}": {"a": "int", "b": "int", "v": "int"} for t in range(TABLES)}}
     # Statistics far from the data on purpose: sizes that make the written orders look bad.
-    stats = StatsCatalog.from_dict({
-        f"pg.t{t}": {"row_count": 10 ** (9 - 2 * t), "columns": {
-            "a": {"ndv": 10 ** (8 - 2 * t), "null_count": 0}, "b": {"ndv": 10, "null_count": 0},
-            "v": {"ndv": 10, "null_count": 0, "min": 0, "max": 9}}}
-        for t in range(TABLES)})
+    stats = StatsCatalog.from_dict(
+        {
+            f"pg.t{t}": {
+                "row_count": 10 ** (9 - 2 * t),
+                "columns": {
+                    "a": {"ndv": 10 ** (8 - 2 * t), "null_count": 0},
+                    "b": {"ndv": 10, "null_count": 0},
+                    "v": {"ndv": 10, "null_count": 0, "min": 0, "max": 9},
+                },
+            }
+            for t in range(TABLES)
+        }
+    )
     return spark, schema, stats
 
 

@@ -13,8 +13,24 @@ pytestmark = pytest.mark.spark
 
 COLUMNS = {"p": "decimal(15,2)", "d": "decimal(15,2)", "w": "decimal(30,6)", "q": "int", "b": "bigint", "s": "smallint"}
 EXPRESSIONS = [
-    "p", "p * (1 - d)", "p + d", "p - 0.25", "1.5 * p", "q * p", "b * p", "s + p", "p * d * d", "w * w", "w + p",
-    "CAST(p AS DECIMAL(30, 5)) * p", "q", "q * 2", "b + q", "-p", "(p + 100) * 3", "p * 12345678901",
+    "p",
+    "p * (1 - d)",
+    "p + d",
+    "p - 0.25",
+    "1.5 * p",
+    "q * p",
+    "b * p",
+    "s + p",
+    "p * d * d",
+    "w * w",
+    "w + p",
+    "CAST(p AS DECIMAL(30, 5)) * p",
+    "q",
+    "q * 2",
+    "b + q",
+    "-p",
+    "(p + 100) * 3",
+    "p * 12345678901",
 ]
 
 

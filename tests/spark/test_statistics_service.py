@@ -86,8 +86,13 @@ def test_a_big_table_is_read_from_a_sample_and_scaled_up(spark):
         statements.append(sql)
         return [tuple(r) for r in spark.sql(sql).collect()]
 
-    s = StatisticsService(execute, stats_schema="hiveopt_test_sampled", sample_above_rows=100000, sample_rows=40000,
-                          sample_check_above_bytes=0)
+    s = StatisticsService(
+        execute,
+        stats_schema="hiveopt_test_sampled",
+        sample_above_rows=100000,
+        sample_rows=40000,
+        sample_check_above_bytes=0,
+    )
     stats = s.gather("st.big", key_columns=["k"]).stats
     assert [q for q in statements if "TABLESAMPLE (10.0 PERCENT)" in q]
     assert stats.row_count.value == 400000 and stats.row_count.precision == Precision.EXACT
@@ -108,7 +113,9 @@ def test_views_have_no_statistics(spark, stats_table):
 
 def test_values_with_quotes_are_stored_as_literals(spark):
     spark.sql("DROP TABLE IF EXISTS st.quotes")
-    spark.sql("""CREATE TABLE st.quotes USING parquet AS SELECT * FROM VALUES ('it''s'), ('back\\\\slash'), ('it''s') AS t(s)""")
+    spark.sql(
+        """CREATE TABLE st.quotes USING parquet AS SELECT * FROM VALUES ('it''s'), ('back\\\\slash'), ('it''s') AS t(s)"""
+    )
     s = service(spark)
     s.gather("st.quotes", key_columns=["s"])
     stats, state = service(spark).current("st.quotes")
@@ -149,7 +156,9 @@ def test_threads_gather_a_table_once_and_saves_never_collide(spark):
     spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
     spark.sql("CREATE DATABASE IF NOT EXISTS st")
     for i in range(4):
-        spark.sql(f"CREATE TABLE IF NOT EXISTS st.many{i} USING parquet AS SELECT id, id % 7 AS k FROM range({100 + i})")
+        spark.sql(
+            f"CREATE TABLE IF NOT EXISTS st.many{i} USING parquet AS SELECT id, id % 7 AS k FROM range({100 + i})"
+        )
     shared = service(spark, schema)
     errors, states = [], []
 
@@ -175,11 +184,14 @@ def test_a_store_that_cannot_be_written_warns_once_and_keeps_the_statistics(spar
     schema = "hiveopt_test_readonly"
     spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
     spark.sql(f"CREATE DATABASE {schema}")
-    spark.sql(f"CREATE VIEW {schema}.table_statistics AS SELECT 'x' AS table_name, 'x' AS fingerprint, '0' AS saved_at, "
-              "0.0 AS gather_seconds, '{}' AS payload, 'x' AS save_id WHERE 1 = 0")
+    spark.sql(
+        f"CREATE VIEW {schema}.table_statistics AS SELECT 'x' AS table_name, 'x' AS fingerprint, '0' AS saved_at, "
+        "0.0 AS gather_seconds, '{}' AS payload, 'x' AS save_id WHERE 1 = 0"
+    )
     warnings = []
-    shared = StatisticsService(lambda sql: [tuple(r) for r in spark.sql(sql).collect()], stats_schema=schema,
-                               warn=warnings.append)
+    shared = StatisticsService(
+        lambda sql: [tuple(r) for r in spark.sql(sql).collect()], stats_schema=schema, warn=warnings.append
+    )
     spark.sql("CREATE TABLE IF NOT EXISTS st.ro1 USING parquet AS SELECT id FROM range(5)")
     spark.sql("CREATE TABLE IF NOT EXISTS st.ro2 USING parquet AS SELECT id FROM range(6)")
     assert shared.ensure("st.ro1")[1] == "gathered" and shared.ensure("st.ro2")[1] == "gathered"

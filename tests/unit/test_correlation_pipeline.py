@@ -1,16 +1,19 @@
 """Where the correlation rules stand in the pipeline: before the join rules, excluding the
 compile-time skew-join rule from a query they rewrote (Hive's conflict), decisions on record."""
 
-from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, optimize
-from dbt.adapters.hiveopt.optimizer import pipeline
+from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, optimize, pipeline
 
 SCHEMA = {"db": {"t": {"q": "int", "p": "double"}}}
-SIBLINGS = ("SELECT b1.a, b2.c FROM (SELECT AVG(p) AS a FROM db.t WHERE q < 5) b1, "
-            "(SELECT COUNT(p) AS c FROM db.t WHERE q >= 5) b2")
+SIBLINGS = (
+    "SELECT b1.a, b2.c FROM (SELECT AVG(p) AS a FROM db.t WHERE q < 5) b1, "
+    "(SELECT COUNT(p) AS c FROM db.t WHERE q >= 5) b2"
+)
 
 
 def run(sql, **config):
-    return optimize(sql, OptimizerContext(schema=SCHEMA, statistics=StatsCatalog(), config=OptimizerConfig.from_dicts(config)))
+    return optimize(
+        sql, OptimizerContext(schema=SCHEMA, statistics=StatsCatalog(), config=OptimizerConfig.from_dicts(config))
+    )
 
 
 def test_correlation_rules_run_before_the_join_rules():

@@ -1,6 +1,8 @@
 """The data-movement cost model, and bucketing read from DESCRIBE."""
 
-from dbt.adapters.hiveopt.optimizer.cost_model import EXCHANGE_FIXED_BYTES as X, OUTPUT_BYTE_COST as OUT, CostModel, JoinInput
+from dbt.adapters.hiveopt.optimizer.cost_model import EXCHANGE_FIXED_BYTES as X
+from dbt.adapters.hiveopt.optimizer.cost_model import OUTPUT_BYTE_COST as OUT
+from dbt.adapters.hiveopt.optimizer.cost_model import CostModel, JoinInput
 from dbt.adapters.hiveopt.statistics_service import parse_describe
 
 MODEL = CostModel(broadcast_threshold_bytes=1000, parallelism=4)
@@ -21,8 +23,14 @@ def test_a_join_result_spark_cannot_size_is_shuffled_not_broadcast():
 
 
 def test_sort_merge_shuffles_both_sides_unless_already_partitioned_on_the_key():
-    cost, algorithm, partitioning = MODEL.join_cost(JoinInput(10**6, None), JoinInput(10**5, None), [("a.k", "b.k")], 100)
-    assert (cost, algorithm, partitioning) == (10**6 + 10**5 + 2 * X + 100 * OUT, "sort-merge", frozenset({"a.k", "b.k"}))
+    cost, algorithm, partitioning = MODEL.join_cost(
+        JoinInput(10**6, None), JoinInput(10**5, None), [("a.k", "b.k")], 100
+    )
+    assert (cost, algorithm, partitioning) == (
+        10**6 + 10**5 + 2 * X + 100 * OUT,
+        "sort-merge",
+        frozenset({"a.k", "b.k"}),
+    )
     # the output of that join joined again on b.k: only the other side moves
     cost, _, _ = MODEL.join_cost(JoinInput(10**6, partitioning), JoinInput(10**5, None), [("b.k", "c.k")], 100)
     assert cost == 10**5 + X + 100 * OUT
@@ -35,8 +43,15 @@ def test_bucketed_tables_joined_on_their_bucket_keys_move_nothing():
 
 
 def test_describe_gives_bucket_columns():
-    rows = [("k", "int", None), ("v", "string", None), ("", "", ""), ("# Detailed Table Information", "", ""),
-            ("Num Buckets", "8", ""), ("Bucket Columns", "[`k`]", ""), ("Type", "MANAGED", ""),
-            ("Statistics", "1234 bytes", "")]
+    rows = [
+        ("k", "int", None),
+        ("v", "string", None),
+        ("", "", ""),
+        ("# Detailed Table Information", "", ""),
+        ("Num Buckets", "8", ""),
+        ("Bucket Columns", "[`k`]", ""),
+        ("Type", "MANAGED", ""),
+        ("Statistics", "1234 bytes", ""),
+    ]
     info = parse_describe("db.t", rows)
     assert info.bucket_columns == ["k"] and info.size_bytes == 1234 and info.columns == {"k": "int", "v": "string"}

@@ -8,9 +8,11 @@ import pytest
 
 import dbt.adapters.hiveopt.optimizer as optimizer
 
-MODULES = sorted(
-    name for _, name, _ in pkgutil.walk_packages(optimizer.__path__, prefix=optimizer.__name__ + ".")
-) + [optimizer.__name__, "dbt.adapters.hiveopt.report", "dbt.adapters.hiveopt.statistics_service"]
+MODULES = sorted(name for _, name, _ in pkgutil.walk_packages(optimizer.__path__, prefix=optimizer.__name__ + ".")) + [
+    optimizer.__name__,
+    "dbt.adapters.hiveopt.report",
+    "dbt.adapters.hiveopt.statistics_service",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -66,6 +66,7 @@ def _planner(rows, adj, selectivity):
                 if left.relations >> i & 1 and right.relations >> j & 1 and adj[i] >> j & 1:
                     out *= selectivity[min(i, j)][max(i, j)]
         return Plan(left.relations | right.relations, left, right, rows=out, cost=left.cost + right.cost + out)
+
     return leaf, join
 
 

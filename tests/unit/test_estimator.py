@@ -10,19 +10,27 @@ from dbt.adapters.hiveopt.optimizer.estimator import (
 from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
 from dbt.adapters.hiveopt.optimizer.statistics import Precision, StatsCatalog
 
-SCHEMA = {"db": {
-    "t": {"k": "int", "d": "date", "s": "string", "n": "int"},
-    "u": {"k": "int", "v": "double"},
-    "blank": {"k": "int"},
-}}
-STATS = StatsCatalog.from_dict({
-    "db.t": {"row_count": 1000, "columns": {
-        "k": {"ndv": 100, "null_count": 100, "min": 1, "max": 100},
-        "d": {"ndv": 365, "null_count": 0, "min": "2020-01-01", "max": "2020-12-31"},
-        "s": {"ndv": 10, "null_count": 0, "heavy_hitters": [["hot", 500]]},
-        "n": {"ndv": 100, "null_count": 0, "min": 0, "max": 100, "histogram": [0, 1, 2, 3, 100]}}},
-    "db.u": {"row_count": 50, "columns": {"k": {"ndv": 50, "null_count": 0}}},
-})
+SCHEMA = {
+    "db": {
+        "t": {"k": "int", "d": "date", "s": "string", "n": "int"},
+        "u": {"k": "int", "v": "double"},
+        "blank": {"k": "int"},
+    }
+}
+STATS = StatsCatalog.from_dict(
+    {
+        "db.t": {
+            "row_count": 1000,
+            "columns": {
+                "k": {"ndv": 100, "null_count": 100, "min": 1, "max": 100},
+                "d": {"ndv": 365, "null_count": 0, "min": "2020-01-01", "max": "2020-12-31"},
+                "s": {"ndv": 10, "null_count": 0, "heavy_hitters": [["hot", 500]]},
+                "n": {"ndv": 100, "null_count": 0, "min": 0, "max": 100, "histogram": [0, 1, 2, 3, 100]},
+            },
+        },
+        "db.u": {"row_count": 50, "columns": {"k": {"ndv": 50, "null_count": 0}}},
+    }
+)
 
 
 def rows(sql, stats=STATS):
@@ -30,19 +38,22 @@ def rows(sql, stats=STATS):
     return Estimator(q, SCHEMA, stats).estimate(q).rows
 
 
-@pytest.mark.parametrize("where, expected", [
-    ("k = 5", 1000 * 0.9 / 100),                       # 1/NDV of the non-null rows
-    ("s = 'hot'", 500),                                # a heavy hitter's own count
-    ("s = 'cold'", 1000 * 0.5 / 9),                    # the rest shared by the other values
-    ("k IS NULL", 100),
-    ("k IS NOT NULL", 900),
-    ("d >= DATE '2020-07-01'", pytest.approx(1000 * 184 / 365, rel=0.02)),
-    ("n <= 2", pytest.approx(1000 * (0.5 + 0.01), rel=0.01)),   # the histogram, not min/max
-    ("k IN (1, 2, 3)", 1000 * 3 * 0.9 / 100),
-    ("k = 5 AND s = 'hot'", 1000 * 0.009 * 0.5),
-    ("k = 5 OR k = 6", pytest.approx(1000 * (0.009 + 0.009 - 0.009 * 0.009))),
-    ("s LIKE 'h%'", 1000 * DEFAULT_LIKE_SELECTIVITY),
-])
+@pytest.mark.parametrize(
+    "where, expected",
+    [
+        ("k = 5", 1000 * 0.9 / 100),  # 1/NDV of the non-null rows
+        ("s = 'hot'", 500),  # a heavy hitter's own count
+        ("s = 'cold'", 1000 * 0.5 / 9),  # the rest shared by the other values
+        ("k IS NULL", 100),
+        ("k IS NOT NULL", 900),
+        ("d >= DATE '2020-07-01'", pytest.approx(1000 * 184 / 365, rel=0.02)),
+        ("n <= 2", pytest.approx(1000 * (0.5 + 0.01), rel=0.01)),  # the histogram, not min/max
+        ("k IN (1, 2, 3)", 1000 * 3 * 0.9 / 100),
+        ("k = 5 AND s = 'hot'", 1000 * 0.009 * 0.5),
+        ("k = 5 OR k = 6", pytest.approx(1000 * (0.009 + 0.009 - 0.009 * 0.009))),
+        ("s LIKE 'h%'", 1000 * DEFAULT_LIKE_SELECTIVITY),
+    ],
+)
 def test_selectivity(where, expected):
     assert rows(f"SELECT k FROM db.t WHERE {where}").value == pytest.approx(expected)
 

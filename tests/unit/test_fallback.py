@@ -14,18 +14,21 @@ def run(sql, **config):
     return optimize(sql, OptimizerContext(schema=SCHEMA, statistics=STATS, config=OptimizerConfig.from_dicts(config)))
 
 
-@pytest.mark.parametrize("sql, reason", [
-    ("SELEC k FROM db.t", "cannot parse"),
-    ("SELECT k FROM db.t; SELECT k FROM db.u", "expected one statement"),
-    ("INSERT INTO db.t SELECT * FROM db.u", "not a query"),
-    ("SELECT k FROM db.missing", "no schema for db.missing"),
-    ("SELECT nope FROM db.t", "cannot qualify"),
-    ("SELECT k + 1 FROM db.t", "without an alias"),
-    ("SELECT t.k FROM db.t JOIN db.u ON t.k = u.k", None),
-    # Found by the fuzzer: sqlglot reads `name.k` as a field of column `name` when `name` aliases a
-    # SEMI or ANTI joined table that has a column of that name.
-    ("SELECT t.k FROM db.t ANTI JOIN db.v AS j ON t.k = j.k", "a column read as a field"),
-])
+@pytest.mark.parametrize(
+    "sql, reason",
+    [
+        ("SELEC k FROM db.t", "cannot parse"),
+        ("SELECT k FROM db.t; SELECT k FROM db.u", "expected one statement"),
+        ("INSERT INTO db.t SELECT * FROM db.u", "not a query"),
+        ("SELECT k FROM db.missing", "no schema for db.missing"),
+        ("SELECT nope FROM db.t", "cannot qualify"),
+        ("SELECT k + 1 FROM db.t", "without an alias"),
+        ("SELECT t.k FROM db.t JOIN db.u ON t.k = u.k", None),
+        # Found by the fuzzer: sqlglot reads `name.k` as a field of column `name` when `name` aliases a
+        # SEMI or ANTI joined table that has a column of that name.
+        ("SELECT t.k FROM db.t ANTI JOIN db.v AS j ON t.k = j.k", "a column read as a field"),
+    ],
+)
 def test_fallback_reasons(sql, reason):
     result = run(sql)
     if reason is None:
@@ -69,12 +72,15 @@ def test_a_rule_that_changes_output_columns_is_caught(monkeypatch):
     assert "output columns changed" in result.fallback_reason
 
 
-@pytest.mark.parametrize("sql, names", [
-    ("SELECT k AS MyKey, name FROM db.t", ["MyKey", "Name"]),
-    ("SELECT * FROM db.t", ["k", "Name"]),
-    ("SELECT `Odd Name` FROM (SELECT k AS `Odd Name` FROM db.t) x", ["Odd Name"]),
-    ("SELECT k FROM db.t UNION ALL SELECT k FROM db.u", ["k"]),
-])
+@pytest.mark.parametrize(
+    "sql, names",
+    [
+        ("SELECT k AS MyKey, name FROM db.t", ["MyKey", "Name"]),
+        ("SELECT * FROM db.t", ["k", "Name"]),
+        ("SELECT `Odd Name` FROM (SELECT k AS `Odd Name` FROM db.t) x", ["Odd Name"]),
+        ("SELECT k FROM db.t UNION ALL SELECT k FROM db.u", ["k"]),
+    ],
+)
 def test_output_names_keep_their_case(sql, names):
     assert prepare_query(sql, SCHEMA).output_names == names
 

@@ -2,12 +2,12 @@
 literals the rule writes (Spark runs them in tests/spark/test_prune_partitions.py)."""
 
 import sqlglot
+from helpers.fixtures import Case, context_for
 
-from dbt.adapters.hiveopt.optimizer import OptimizerContext, optimize
+from dbt.adapters.hiveopt.optimizer import optimize
 from dbt.adapters.hiveopt.optimizer.context import FetchedValues
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import plan_value_fetches, sql_expression
-from helpers.fixtures import Case, context_for
 
 RULE = "prune_partitions_from_small_side"
 
@@ -17,8 +17,14 @@ def _context(sql, **meta):
 
 
 def _fetches(sql, context):
-    return plan_value_fetches(sql_expression(sql, context), context.schema, context.statistics, context.config,
-                              context.materialization, context.partitioning)
+    return plan_value_fetches(
+        sql_expression(sql, context),
+        context.schema,
+        context.statistics,
+        context.config,
+        context.materialization,
+        context.partitioning,
+    )
 
 
 def test_a_cte_small_side_is_fetched_with_its_definition():
@@ -26,7 +32,8 @@ def test_a_cte_small_side_is_fetched_with_its_definition():
     (fetch,) = _fetches(sql, _context(sql))
     assert fetch.values_query.sql(DIALECT) == (
         "WITH picked AS (SELECT days.day AS day FROM sales.days AS days WHERE days.year = 2020) "
-        "SELECT DISTINCT p.day AS k FROM picked AS p WHERE NOT p.day IS NULL LIMIT 1001")
+        "SELECT DISTINCT p.day AS k FROM picked AS p WHERE NOT p.day IS NULL LIMIT 1001"
+    )
     assert fetch.range_query.sql(DIALECT).startswith("WITH picked AS")
     assert "MIN(p.day) AS low, MAX(p.day) AS high" in fetch.range_query.sql(DIALECT)
 
@@ -41,7 +48,9 @@ def test_nothing_is_fetched_for_a_view_or_with_the_rule_off():
 
 
 def test_string_values_cannot_change_the_query():
-    sql = "SELECT e.amount, r.zone FROM sales.events e JOIN sales.regions r ON e.region = r.region WHERE r.zone = 'north'"
+    sql = (
+        "SELECT e.amount, r.zone FROM sales.events e JOIN sales.regions r ON e.region = r.region WHERE r.zone = 'north'"
+    )
     context = _context(sql)
     nasty = ["') OR 1=1 --", "it's", "back\\slash", "\\'", "x\\"]
     context.fetched_values = {f.key: FetchedValues(values=nasty + [None]) for f in _fetches(sql, context)}
@@ -72,17 +81,24 @@ def test_on_a_thrift_connection_the_fetch_fails_and_a_semi_join_filter_goes_belo
     from dbt.adapters.hiveopt.impl import HiveoptAdapter, fetch_small_side_values
 
     adapter = SimpleNamespace(config=SimpleNamespace(credentials=SimpleNamespace(method=SparkConnectionMethod.THRIFT)))
-    sql = ("SELECT a.total, d.month FROM (SELECT day, SUM(amount) AS total FROM sales.events GROUP BY day) a "
-           "JOIN sales.days d ON a.day = d.day WHERE d.year = 2020")
+    sql = (
+        "SELECT a.total, d.month FROM (SELECT day, SUM(amount) AS total FROM sales.events GROUP BY day) a "
+        "JOIN sales.days d ON a.day = d.day WHERE d.year = 2020"
+    )
     context = _context(sql)
     deadline = time.perf_counter() + 5
     context.fetched_values = {
         f.key: fetch_small_side_values(f, 1000, lambda text: HiveoptAdapter._run_bounded(adapter, text, deadline))
-        for f in _fetches(sql, context)}
+        for f in _fetches(sql, context)
+    }
     assert all("needs the session method" in v.error for v in context.fetched_values.values())
     result = optimize(sql, context)
-    assert "a.day IN (SELECT /*+ BROADCAST(d) */ d.day AS k FROM sales.days AS d WHERE d.year = 2020 AND NOT d.day IS NULL)" in result.sql
+    assert (
+        "a.day IN (SELECT /*+ BROADCAST(d) */ d.day AS k FROM sales.days AS d WHERE d.year = 2020 AND NOT d.day IS NULL)"
+        in result.sql
+    )
     (rule,) = [r for r in result.rules if r.rule == RULE]
     assert [d.reason for d in rule.decisions if d.fired][0].endswith(
         "injected a semi-join filter below the aggregate (the small side's values could not be fetched: "
-        "fetch failed (RuntimeError: a bounded value fetch needs the session method))")
+        "fetch failed (RuntimeError: a bounded value fetch needs the session method))"
+    )

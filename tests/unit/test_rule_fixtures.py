@@ -2,12 +2,11 @@
 
 import pytest
 import sqlglot
-
-from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+from helpers.fixtures import context_for, load_cases
 
 from dbt.adapters.hiveopt.optimizer import optimize
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
-from helpers.fixtures import context_for, load_cases
 
 CASES = [case for rule in RULE_NAMES for case in load_cases(rule)]
 

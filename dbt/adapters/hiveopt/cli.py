@@ -1,11 +1,11 @@
 """The `hiveopt` console command.
 
-  hiveopt summary [--project-dir DIR]           one line per model: rules fired, optimizer time,
-                                                statistics-gathering cost against the build
-  hiveopt explain MODEL [--project-dir DIR]     before/after SQL and the decisions of one model
-  hiveopt analyze NAME... [--project-dir DIR] [--profiles-dir DIR] [--target T]
-                                                gather statistics now (db.table, a model's name,
-                                                or source_name.table), through dbt's own connection
+hiveopt summary [--project-dir DIR]           one line per model: rules fired, optimizer time,
+                                              statistics-gathering cost against the build
+hiveopt explain MODEL [--project-dir DIR]     before/after SQL and the decisions of one model
+hiveopt analyze NAME... [--project-dir DIR] [--profiles-dir DIR] [--target T]
+                                              gather statistics now (db.table, a model's name,
+                                              or source_name.table), through dbt's own connection
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import sys
-from typing import List, Optional
 
 import sqlglot
 
@@ -35,8 +34,10 @@ def explain(model: str, project_dir: str) -> int:
         return 1
     with open(path) as handle:
         record = json.load(handle)
-    print(f"model {model}: {'rewritten' if record.get('changed') else 'unchanged'}"
-          f" in {record.get('optimizer_ms', 0):.1f} ms")
+    print(
+        f"model {model}: {'rewritten' if record.get('changed') else 'unchanged'}"
+        f" in {record.get('optimizer_ms', 0):.1f} ms"
+    )
     if record.get("fallback_reason"):
         print(f"not optimized: {record['fallback_reason']}")
     print("\n-- before\n" + _pretty(record.get("original_sql", "")))
@@ -75,8 +76,11 @@ def summary(project_dir: str) -> int:
             record = json.load(handle)
         fired = ", ".join(record.get("fired_rules") or []) or ("fallback" if record.get("fallback_reason") else "-")
         # Statistics gathered for the model: its inputs' on first read, its own after its build.
-        seconds = sum(float(g.get("seconds") or 0) for g in (record.get("statistics_gathering") or {}).values()
-                      if isinstance(g, dict))
+        seconds = sum(
+            float(g.get("seconds") or 0)
+            for g in (record.get("statistics_gathering") or {}).values()
+            if isinstance(g, dict)
+        )
         gather = f"{seconds:.2f}" if seconds else ""
         build = ratio = ""
         for cost in (record.get("after_build_statistics") or {}).values():
@@ -95,8 +99,10 @@ def summary(project_dir: str) -> int:
     built = _node_seconds(project_dir)
     if built:
         rest = max(built - total_gather, 1e-9)
-        print(f"statistics gathering: {total_gather:.1f} s against {rest:.1f} s of building the models and seeds "
-              f"({100 * total_gather / rest:.0f}%)")
+        print(
+            f"statistics gathering: {total_gather:.1f} s against {rest:.1f} s of building the models and seeds "
+            f"({100 * total_gather / rest:.0f}%)"
+        )
     return 0
 
 
@@ -107,18 +113,27 @@ def _node_seconds(project_dir: str) -> float:
         return 0.0
     with open(path) as handle:
         results = json.load(handle).get("results") or []
-    return sum(float(r.get("execution_time") or 0) for r in results
-               if str(r.get("unique_id", "")).split(".")[0] in ("model", "seed"))
+    return sum(
+        float(r.get("execution_time") or 0)
+        for r in results
+        if str(r.get("unique_id", "")).split(".")[0] in ("model", "seed")
+    )
 
 
-def analyze(names: List[str], project_dir: str, profiles_dir: Optional[str], target: Optional[str]) -> int:
+def analyze(names: list[str], project_dir: str, profiles_dir: str | None, target: str | None) -> int:
     from dbt.cli.main import dbtRunner
 
     relations = [n for n in names if n.count(".") == 1 and not n.startswith("source:")]
     models = [n for n in names if "." not in n]
-    sources = [n[len("source:"):] for n in names if n.startswith("source:")]
-    args = ["run-operation", "hiveopt_analyze", "--project-dir", project_dir,
-            "--args", json.dumps({"relations": relations, "models": models, "sources": sources})]
+    sources = [n[len("source:") :] for n in names if n.startswith("source:")]
+    args = [
+        "run-operation",
+        "hiveopt_analyze",
+        "--project-dir",
+        project_dir,
+        "--args",
+        json.dumps({"relations": relations, "models": models, "sources": sources}),
+    ]
     if profiles_dir:
         args += ["--profiles-dir", profiles_dir]
     if target:
@@ -127,8 +142,10 @@ def analyze(names: List[str], project_dir: str, profiles_dir: Optional[str], tar
     return 0 if result.success else 1
 
 
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="hiveopt", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="hiveopt", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     p_explain = commands.add_parser("explain", help="show one model's optimization record")
     p_explain.add_argument("model")

@@ -6,15 +6,15 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Dict, Optional, Tuple
+from typing import Any
 
 from dbt.adapters.contracts.connection import Connection
-from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.spark.connections import (
     SparkConnectionManager,
     SparkConnectionMethod,
     SparkCredentials,
 )
+from dbt_common.exceptions import DbtRuntimeError
 
 DEFAULT_SPARK_DIR = ".hiveopt-spark"
 _session_lock = threading.Lock()
@@ -36,9 +36,9 @@ def _project_dir() -> str:
 @dataclass
 class HiveoptCredentials(SparkCredentials):
     # Rule switches, thresholds, `verify`, `stats:` settings (see README).
-    optimizer: Dict[str, Any] = field(default_factory=dict)
+    optimizer: dict[str, Any] = field(default_factory=dict)
     # session only: warehouse and metastore live here (relative paths: under the project).
-    spark_dir: Optional[str] = None
+    spark_dir: str | None = None
 
     @classmethod
     def __pre_deserialize__(cls, data: Any) -> Any:
@@ -65,11 +65,11 @@ class HiveoptCredentials(SparkCredentials):
     def type(self) -> str:
         return "hiveopt"
 
-    def _connection_keys(self) -> Tuple[str, ...]:
+    def _connection_keys(self) -> tuple[str, ...]:
         return (*super()._connection_keys(), "method", "spark_dir", "optimizer")
 
 
-def session_configs(spark_dir: str) -> Dict[str, str]:
+def session_configs(spark_dir: str) -> dict[str, str]:
     """Static settings of an embedded session: warehouse, metastore and derby.log in spark_dir."""
     return {
         "spark.sql.warehouse.dir": os.path.join(spark_dir, "warehouse"),
@@ -97,7 +97,7 @@ def ensure_local_session(credentials: HiveoptCredentials) -> None:
         builder.getOrCreate()
 
 
-def session_task_slots() -> Optional[int]:
+def session_task_slots() -> int | None:
     """How many tasks the embedded session runs at once (local[N]: N), or None without one."""
     from pyspark import SparkContext
 

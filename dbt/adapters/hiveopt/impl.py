@@ -11,33 +11,38 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from dbt.adapters.base.meta import available
 from dbt.adapters.events.logging import AdapterLogger
-from dbt.adapters.spark.impl import SparkAdapter
-
 from dbt.adapters.spark.connections import SparkConnectionMethod
+from dbt.adapters.spark.impl import SparkAdapter
 from sqlglot import exp
 
 from dbt.adapters.hiveopt.connections import HiveoptConnectionManager, session_task_slots
 from dbt.adapters.hiveopt.model_inputs import InputGatherer, fetch_small_side_values  # noqa: F401 (fuzz/ imports it here)
 from dbt.adapters.hiveopt.optimizer import (
+    RULE_NAMES,
     OptimizerConfig,
     OptimizerContext,
-    RULE_NAMES,
     UnsupportedQuery,
     needs_statistics,
     optimize,
     parse_query,
 )
-from dbt.adapters.hiveopt.optimizer.pipeline import (
-    NOTHING_TO_REWRITE, NOTHING_TO_REWRITE_IN_A_VIEW, STORED_DEFINITIONS, pass_through,
-)
 from dbt.adapters.hiveopt.optimizer.config import ConfigError, stats_settings
+from dbt.adapters.hiveopt.optimizer.pipeline import (
+    NOTHING_TO_REWRITE,
+    NOTHING_TO_REWRITE_IN_A_VIEW,
+    STORED_DEFINITIONS,
+    pass_through,
+)
 from dbt.adapters.hiveopt.report import Report, RunSummary, model_label
 from dbt.adapters.hiveopt.statistics_service import (
-    DEFAULT_SAMPLE_ABOVE_ROWS, DEFAULT_STATS_SCHEMA, StatisticsService, first_line,
+    DEFAULT_SAMPLE_ABOVE_ROWS,
+    DEFAULT_STATS_SCHEMA,
+    StatisticsService,
+    first_line,
 )
 from dbt.adapters.hiveopt.verify import verify_equal
 
@@ -47,7 +52,7 @@ logger = AdapterLogger("hiveopt")
 _READERS = ("model", "snapshot")
 
 
-def read_by_models(graph: Dict[str, Any], unique_id: str) -> bool:
+def read_by_models(graph: dict[str, Any], unique_id: str) -> bool:
     """Whether a model or snapshot of dbt's graph depends on the node `unique_id`.
 
     >>> graph = {"nodes": {"model.p.b": {"resource_type": "model", "depends_on": {"nodes": ["model.p.a"]}},
@@ -64,7 +69,7 @@ def read_by_models(graph: Dict[str, Any], unique_id: str) -> bool:
 _FETCHING = ("select", "describe", "show", "with", "values", "(")
 
 
-def _own_table(model: Optional[Dict[str, Any]]) -> Optional[str]:
+def _own_table(model: dict[str, Any] | None) -> str | None:
     """`db.table` the model builds (an incremental model reads it in its is_incremental() filter)."""
     if not model or not model.get("schema") or not (model.get("alias") or model.get("name")):
         return None
@@ -77,16 +82,16 @@ class HiveoptAdapter(SparkAdapter):
     def __init__(self, config, mp_context=None) -> None:  # type: ignore[no-untyped-def]
         super().__init__(config, mp_context)
         self._hiveopt_lock = threading.Lock()
-        self._inputs: Optional[InputGatherer] = None
+        self._inputs: InputGatherer | None = None
         self._summary = RunSummary()
-        self._build_started: Dict[str, float] = {}
+        self._build_started: dict[str, float] = {}
 
     @classmethod
     def type(cls) -> str:
         return "hiveopt"
 
     # -- settings -----------------------------------------------------------------------------
-    def _optimizer_block(self) -> Dict[str, Any]:
+    def _optimizer_block(self) -> dict[str, Any]:
         block = dict(getattr(self.config.credentials, "optimizer", None) or {})
         if "task_slots" not in block and self.config.credentials.method == SparkConnectionMethod.SESSION:
             slots = session_task_slots()  # an embedded session knows its cores; a server is configured
@@ -94,10 +99,10 @@ class HiveoptAdapter(SparkAdapter):
                 block["task_slots"] = slots
         return block
 
-    def _stats_settings(self) -> Dict[str, Any]:
+    def _stats_settings(self) -> dict[str, Any]:
         return stats_settings(self._optimizer_block())
 
-    def _run_sql(self, sql: str) -> List[tuple]:
+    def _run_sql(self, sql: str) -> list[tuple]:
         fetch = sql.lstrip().lower().startswith(_FETCHING)
         started = time.perf_counter()
         _, table = self.execute(sql, fetch=fetch)
@@ -131,9 +136,15 @@ class HiveoptAdapter(SparkAdapter):
 
     # -- the model path -----------------------------------------------------------------------
     @available
-    def optimize_sql(self, sql: str, relation: Any = None, model: Optional[Dict[str, Any]] = None,
-                     model_config: Optional[Dict[str, Any]] = None, materialization: Optional[str] = None,
-                     temporary: bool = False) -> str:
+    def optimize_sql(
+        self,
+        sql: str,
+        relation: Any = None,
+        model: dict[str, Any] | None = None,
+        model_config: dict[str, Any] | None = None,
+        materialization: str | None = None,
+        temporary: bool = False,
+    ) -> str:
         label = model_label(model, relation)
         report = self._report()
         if relation is not None and getattr(relation, "schema", None) and getattr(relation, "identifier", None):
@@ -166,8 +177,13 @@ class HiveoptAdapter(SparkAdapter):
         for warning in result.warnings:
             logger.warning(f"{label}: {warning}")
         record = result.to_dict()
-        record.update(model=label, materialization=materialization, temporary=bool(temporary), statistics_gathering=gathering,
-                      setting_problems=config.problems)
+        record.update(
+            model=label,
+            materialization=materialization,
+            temporary=bool(temporary),
+            statistics_gathering=gathering,
+            setting_problems=config.problems,
+        )
         report.write(label, result.sql, record)
         self._summary.add_result(label, result)
         if result.changed:
@@ -181,8 +197,9 @@ class HiveoptAdapter(SparkAdapter):
             self._build_started[model["unique_id"]] = time.perf_counter()
         return result.sql
 
-    def _optimize(self, sql: str, label: str, config: OptimizerConfig, materialization: str,
-                  own_table: Optional[str] = None):
+    def _optimize(
+        self, sql: str, label: str, config: OptimizerConfig, materialization: str, own_table: str | None = None
+    ):
         """From the SQL alone first: a model no enabled rule could rewrite (no join, no subquery)
         costs no I/O and runs as written. Otherwise its inputs (catalog, statistics, fetched
         values), then the pure optimizer."""
@@ -204,11 +221,14 @@ class HiveoptAdapter(SparkAdapter):
             auto, why_not = False, "not gathered for a view model (the models that read it gather them)"
         else:
             auto, why_not = True, ""
-        inputs = self.inputs.gather(sql, parsed, config, label, materialization, auto_gather=auto, why_not=why_not,
-                                    own_table=own_table)
-        return optimize(sql, inputs.context, inputs.prepared), inputs.gathering  # one parse and one qualification per model
+        inputs = self.inputs.gather(
+            sql, parsed, config, label, materialization, auto_gather=auto, why_not=why_not, own_table=own_table
+        )
+        return optimize(
+            sql, inputs.context, inputs.prepared
+        ), inputs.gathering  # one parse and one qualification per model
 
-    def _run_bounded(self, sql: str, deadline: float) -> List[tuple]:
+    def _run_bounded(self, sql: str, deadline: float) -> list[tuple]:
         """A query on the session's SparkSession, cancelled at the deadline (its Spark jobs run in
         a job group a timer cancels). Other connection methods cannot cancel: no fetch there."""
         if getattr(self.config.credentials, "method", None) != SparkConnectionMethod.SESSION:
@@ -255,7 +275,7 @@ class HiveoptAdapter(SparkAdapter):
             logger.warning(f"hiveopt: statistics not saved ({first_line(error)}): they were used for this run only")
 
     @available
-    def hiveopt_before_build(self, model: Optional[Dict[str, Any]] = None) -> str:
+    def hiveopt_before_build(self, model: dict[str, Any] | None = None) -> str:
         """A build that does not pass through optimize_sql (a seed) starts now: its statistics
         cost is compared with the build's time."""
         if model and model.get("unique_id"):
@@ -263,9 +283,14 @@ class HiveoptAdapter(SparkAdapter):
         return ""
 
     @available
-    def hiveopt_after_build(self, relations: Any, model: Optional[Dict[str, Any]] = None,
-                            model_config: Optional[Dict[str, Any]] = None, graph: Optional[Dict[str, Any]] = None,
-                            loaded: Any = None) -> str:
+    def hiveopt_after_build(
+        self,
+        relations: Any,
+        model: dict[str, Any] | None = None,
+        model_config: dict[str, Any] | None = None,
+        graph: dict[str, Any] | None = None,
+        loaded: Any = None,
+    ) -> str:
         """Gather statistics of what a table/incremental model just built (Hive's stats autogather),
         when another model of the project reads it: a model nothing reads would pay a Spark job
         for statistics no build uses. Whatever reads it later gathers them on first read, as for
@@ -279,11 +304,17 @@ class HiveoptAdapter(SparkAdapter):
             unique_id = (model or {}).get("unique_id", "")
             started = self._build_started.pop(unique_id, None)
             build_seconds = time.perf_counter() - started if started else None
-            if not self._stats_settings().get("gather_unread_models", False) and graph and not read_by_models(graph, unique_id):
+            if (
+                not self._stats_settings().get("gather_unread_models", False)
+                and graph
+                and not read_by_models(graph, unique_id)
+            ):
                 for relation in relations or []:
                     self._report().add_gathering_deferred(
-                        label, f"{relation.schema}.{relation.identifier}".lower(),
-                        "no model of the project reads it: statistics are gathered when something first does")
+                        label,
+                        f"{relation.schema}.{relation.identifier}".lower(),
+                        "no model of the project reads it: statistics are gathered when something first does",
+                    )
                 return ""
             for relation in relations or []:
                 name = f"{relation.schema}.{relation.identifier}".lower()
@@ -300,7 +331,7 @@ class HiveoptAdapter(SparkAdapter):
         return ""
 
     @available
-    def hiveopt_analyze(self, relations: List[str]) -> List[str]:
+    def hiveopt_analyze(self, relations: list[str]) -> list[str]:
         """Gather statistics now for `db.table` names; one summary line per table. A view holds no
         data: the tables it reads are analyzed instead, and models estimate the view from them."""
         lines = []
@@ -308,8 +339,10 @@ class HiveoptAdapter(SparkAdapter):
             name = name.lower()
             if self.statistics.describe(name, refresh=True).is_view:
                 under = self.inputs.tables_under(name)
-                lines.append(f"hiveopt: {name} is a view: it has no statistics of its own; models estimate it "
-                             f"through its definition over {', '.join(under) or 'no table'}, analyzed now")
+                lines.append(
+                    f"hiveopt: {name} is a view: it has no statistics of its own; models estimate it "
+                    f"through its definition over {', '.join(under) or 'no table'}, analyzed now"
+                )
                 lines += [self._analyze_table(table) for table in under]
             else:
                 lines.append(self._analyze_table(name))
@@ -320,5 +353,7 @@ class HiveoptAdapter(SparkAdapter):
         self.statistics.describe(name, refresh=True)
         result = self.statistics.gather(name)
         stats = result.stats
-        return (f"hiveopt: analyzed {name}: {int(stats.row_count.value or 0)} rows, "
-                f"{len(stats.columns)} columns in {result.seconds:.2f}s")
+        return (
+            f"hiveopt: analyzed {name}: {int(stats.row_count.value or 0)} rows, "
+            f"{len(stats.columns)} columns in {result.seconds:.2f}s"
+        )

@@ -14,8 +14,9 @@ fresh estimates.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any
 
 from sqlglot import exp
 
@@ -38,7 +39,7 @@ from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side impor
 from dbt.adapters.hiveopt.optimizer.view_statistics import base_key_columns, view_statistics
 from dbt.adapters.hiveopt.statistics_service import StatisticsService, first_line
 
-RunBounded = Callable[[str, float], List[Tuple[Any, ...]]]
+RunBounded = Callable[[str, float], list[tuple[Any, ...]]]
 # Views over views over ...: deeper than this, the view is left without statistics.
 MAX_VIEW_DEPTH = 8
 
@@ -66,16 +67,20 @@ class ModelInputs:
     """The optimizer's inputs for one model (see `InputGatherer.gather`)."""
 
     context: OptimizerContext
-    prepared: Optional[PreparedQuery] = None
+    prepared: PreparedQuery | None = None
     # table -> {"state": what happened, "seconds": gathering time}, for the model's record.
-    gathering: Dict[str, Any] = field(default_factory=dict)
+    gathering: dict[str, Any] = field(default_factory=dict)
 
 
 class InputGatherer:
     """Catalog, statistics and fetched values for models, cached for one dbt invocation."""
 
-    def __init__(self, statistics: StatisticsService, run_bounded: Optional[RunBounded] = None,
-                 debug: Callable[[str], None] = lambda message: None):
+    def __init__(
+        self,
+        statistics: StatisticsService,
+        run_bounded: RunBounded | None = None,
+        debug: Callable[[str], None] = lambda message: None,
+    ):
         self.statistics = statistics
         self.run_bounded = run_bounded
         self.debug = debug
@@ -84,18 +89,26 @@ class InputGatherer:
         """The invocation is about to build `name`: what the catalog said of it no longer holds."""
         self.statistics.forget(name)
 
-    def gather(self, sql: str, parsed: exp.Query, config: OptimizerConfig, label: str, materialization: str,
-               auto_gather: bool = True, why_not: str = "automatic gathering is off",
-               own_table: Optional[str] = None) -> ModelInputs:
+    def gather(
+        self,
+        sql: str,
+        parsed: exp.Query,
+        config: OptimizerConfig,
+        label: str,
+        materialization: str,
+        auto_gather: bool = True,
+        why_not: str = "automatic gathering is off",
+        own_table: str | None = None,
+    ) -> ModelInputs:
         """Describe what the model reads, prepare it, and get statistics for the tables (and the
         views, through their definitions) when an enabled rule could use them. `own_table`, the
         table the model builds, is never gathered here: an incremental model reads it for its
         filter, and a pass over it would be stale once the build writes to it (daily_revenue paid
         2.3 s for one on every incremental run)."""
-        schema: Dict[str, Dict[str, Dict[str, str]]] = {}
-        bucketing: Dict[str, List[str]] = {}
-        partitioning: Dict[str, List[str]] = {}
-        views: Set[str] = set()
+        schema: dict[str, dict[str, dict[str, str]]] = {}
+        bucketing: dict[str, list[str]] = {}
+        partitioning: dict[str, list[str]] = {}
+        views: set[str] = set()
         tables = [name for name in physical_tables(parsed) if "." in name]  # bare names: temp views
         for name in tables:
             db, table = name.split(".", 1)
@@ -112,9 +125,17 @@ class InputGatherer:
             if info.partition_columns:
                 partitioning[name] = list(info.partition_columns)
         catalog = StatsCatalog()
-        inputs = ModelInputs(OptimizerContext(schema=schema, statistics=catalog, config=config, model=label,
-                                              materialization=materialization, bucketing=bucketing,
-                                              partitioning=partitioning))
+        inputs = ModelInputs(
+            OptimizerContext(
+                schema=schema,
+                statistics=catalog,
+                config=config,
+                model=label,
+                materialization=materialization,
+                bucketing=bucketing,
+                partitioning=partitioning,
+            )
+        )
         try:
             inputs.prepared = prepare_query(sql, schema, parsed=parsed)
         except Exception:
@@ -127,7 +148,9 @@ class InputGatherer:
             if table not in schema.get(db, {}):
                 continue
             if name in views:
-                stats = self._view(name, keys.get(name, set()), (auto_gather, why_not), inputs.gathering, depth=0, seen=())
+                stats = self._view(
+                    name, keys.get(name, set()), (auto_gather, why_not), inputs.gathering, depth=0, seen=()
+                )
             elif own_table is not None and name.lower() == own_table:
                 stats = self._table(name, keys.get(name, ()), (False, "the table this model builds"), inputs.gathering)
             else:
@@ -137,29 +160,34 @@ class InputGatherer:
         if config.prune_fetch_values:
             # Partition pruning's pre-pass: the optimizer says which small-side keys to fetch.
             # Without a fetch (prune_fetch_values off) the rule writes semi-join filters where they win.
-            fetches = plan_value_fetches(inputs.prepared.expression, schema, catalog, config, materialization, partitioning)
+            fetches = plan_value_fetches(
+                inputs.prepared.expression, schema, catalog, config, materialization, partitioning
+            )
             inputs.context.fetched_values = {fetch.key: self._fetch(fetch, config, label) for fetch in fetches}
         return inputs
 
-    def tables_under(self, view: str, depth: int = 0) -> List[str]:
+    def tables_under(self, view: str, depth: int = 0) -> list[str]:
         """The tables a view reads, through the views it reads (for `hiveopt analyze` of a view)."""
         info = self.statistics.describe(view)
         if not info.view_text or depth >= MAX_VIEW_DEPTH:
             return []
         default_db = info.view_db or view.split(".", 1)[0]
-        out: List[str] = []
+        out: list[str] = []
         for base in physical_tables(parse_query(info.view_text)):
             base = base if "." in base else f"{default_db}.{base}"
-            for table in (self.tables_under(base, depth + 1) if self.statistics.describe(base).is_view else [base]):
+            for table in self.tables_under(base, depth + 1) if self.statistics.describe(base).is_view else [base]:
                 if table not in out:
                     out.append(table)
         return out
 
     # -- tables and views -----------------------------------------------------------------------
-    def _table(self, name: str, keys: Iterable[str], auto_gather: Tuple[bool, str],
-               gathering: Dict[str, Any]) -> Optional[TableStats]:
+    def _table(
+        self, name: str, keys: Iterable[str], auto_gather: tuple[bool, str], gathering: dict[str, Any]
+    ) -> TableStats | None:
         try:
-            stats, state, seconds = self.statistics.ensure(name, keys, auto_gather=auto_gather[0], why_not=auto_gather[1])
+            stats, state, seconds = self.statistics.ensure(
+                name, keys, auto_gather=auto_gather[0], why_not=auto_gather[1]
+            )
         except Exception as error:  # this table's statistics are absent; the rules that need them skip
             self.statistics.warn_once(f"gather:{name}", f"statistics of {name} not gathered ({first_line(error)})")
             gathering[name] = {"state": f"failed: {first_line(error)}", "seconds": 0.0}
@@ -167,8 +195,15 @@ class InputGatherer:
         gathering[name] = {"state": state, "seconds": round(seconds, 3)}
         return stats
 
-    def _view(self, name: str, keys: Set[str], auto_gather: Tuple[bool, str], gathering: Dict[str, Any], depth: int,
-              seen: Tuple[str, ...]) -> Optional[TableStats]:
+    def _view(
+        self,
+        name: str,
+        keys: set[str],
+        auto_gather: tuple[bool, str],
+        gathering: dict[str, Any],
+        depth: int,
+        seen: tuple[str, ...],
+    ) -> TableStats | None:
         """The view's statistics derived from its definition, after the statistics of what it
         reads (gathered when absent, with key detail for the columns behind `keys`)."""
         try:
@@ -180,7 +215,7 @@ class InputGatherer:
             default_db = info.view_db or name.split(".", 1)[0]
             parsed = parse_query(info.view_text)
             bases = [t if "." in t else f"{default_db}.{t}" for t in physical_tables(parsed)]
-            schema: Dict[str, Dict[str, Dict[str, str]]] = {}
+            schema: dict[str, dict[str, dict[str, str]]] = {}
             base_infos = {}
             for base in bases:
                 base_infos[base] = self.statistics.describe(base)
@@ -203,8 +238,11 @@ class InputGatherer:
         if derived is None:
             gathering[name] = {"state": f"view: not estimated (no statistics below it: {over})", "seconds": 0.0}
             return None
-        gathering[name] = {"state": f"view: estimated through its definition over {over}", "seconds": 0.0,
-                           "rows": derived.row_count.to_dict()}
+        gathering[name] = {
+            "state": f"view: estimated through its definition over {over}",
+            "seconds": 0.0,
+            "rows": derived.row_count.to_dict(),
+        }
         return derived
 
     # -- the pruning pre-pass -------------------------------------------------------------------

@@ -8,12 +8,12 @@ import json
 import os
 import threading
 from collections import Counter
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 _lock = threading.Lock()
 
 
-def model_label(model: Optional[Dict[str, Any]], relation: Any) -> str:
+def model_label(model: dict[str, Any] | None, relation: Any) -> str:
     """A file-safe name: the model's name, prefixed by its kind when it is not a model."""
     if model and model.get("name"):
         kind = model.get("resource_type", "model")
@@ -29,7 +29,7 @@ class Report:
         self.folder = folder
 
     @classmethod
-    def for_project(cls, config: Any) -> "Report":
+    def for_project(cls, config: Any) -> Report:
         target = getattr(config, "target_path", None) or "target"
         root = getattr(config, "project_root", None) or os.getcwd()
         if not os.path.isabs(target):
@@ -40,7 +40,7 @@ class Report:
         safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in label)
         return os.path.join(self.folder, safe + suffix)
 
-    def write(self, label: str, sql: str, record: Dict[str, Any]) -> None:
+    def write(self, label: str, sql: str, record: dict[str, Any]) -> None:
         with _lock:
             os.makedirs(self.folder, exist_ok=True)
             with open(self._path(label, ".sql"), "w") as handle:
@@ -48,38 +48,56 @@ class Report:
             with open(self._path(label, ".json"), "w") as handle:
                 json.dump(record, handle, indent=2, default=str)
 
-    def write_fallback(self, label: str, sql: str, reason: str, materialization: Optional[str],
-                       switched_off: bool = False) -> None:
+    def write_fallback(
+        self, label: str, sql: str, reason: str, materialization: str | None, switched_off: bool = False
+    ) -> None:
         """The record of a model the optimizer did not touch: the SQL that ran (as written) and why,
         replacing whatever an earlier run wrote."""
-        self.write(label, sql, {
-            "model": label, "materialization": materialization, "changed": False, "fallback_reason": reason,
-            "switched_off": switched_off, "fired_rules": [], "rules": [], "original_sql": sql, "optimized_sql": sql,
-        })
+        self.write(
+            label,
+            sql,
+            {
+                "model": label,
+                "materialization": materialization,
+                "changed": False,
+                "fallback_reason": reason,
+                "switched_off": switched_off,
+                "fired_rules": [],
+                "rules": [],
+                "original_sql": sql,
+                "optimized_sql": sql,
+            },
+        )
 
-    def read(self, label: str) -> Optional[Dict[str, Any]]:
+    def read(self, label: str) -> dict[str, Any] | None:
         path = self._path(label, ".json")
         if not os.path.exists(path):
             return None
         with open(path) as handle:
             return json.load(handle)
 
-    def add_gathering(self, label: str, table: str, seconds: float, build_seconds: Optional[float], ratio: Optional[float]) -> None:
+    def add_gathering(
+        self, label: str, table: str, seconds: float, build_seconds: float | None, ratio: float | None
+    ) -> None:
         """Record the after-build statistics cost next to the model's own build time."""
-        self._add_after_build(label, table, {
-            "gather_seconds": round(seconds, 3),
-            "build_seconds": None if build_seconds is None else round(build_seconds, 3),
-            "cost_ratio": None if ratio is None else round(ratio, 3),
-        })
+        self._add_after_build(
+            label,
+            table,
+            {
+                "gather_seconds": round(seconds, 3),
+                "build_seconds": None if build_seconds is None else round(build_seconds, 3),
+                "cost_ratio": None if ratio is None else round(ratio, 3),
+            },
+        )
 
     def add_gathering_deferred(self, label: str, table: str, reason: str) -> None:
         """Record that the after-build gathering did not run, and why."""
         self._add_after_build(label, table, {"gathered": False, "reason": reason})
 
-    def _add_after_build(self, label: str, table: str, entry: Dict[str, Any]) -> None:
+    def _add_after_build(self, label: str, table: str, entry: dict[str, Any]) -> None:
         with _lock:
             path = self._path(label, ".json")
-            record: Dict[str, Any] = {}
+            record: dict[str, Any] = {}
             if os.path.exists(path):
                 with open(path) as handle:
                     record = json.load(handle)
@@ -103,7 +121,7 @@ class RunSummary:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._outcomes: List[Tuple[str, str, str]] = []
+        self._outcomes: list[tuple[str, str, str]] = []
 
     def add(self, label: str, kind: str, reason: str = "") -> None:
         if "." in label:  # unit tests and other nodes that are not models
@@ -122,12 +140,20 @@ class RunSummary:
         elif result.unchanged_reason:
             self.add(label, "unchanged", result.unchanged_reason)
         else:
-            absent = sorted(t for t, used in (result.statistics_used or {}).items()
-                            if isinstance(used, dict) and used.get("precision") == "absent")
-            self.add(label, "unchanged", f"statistics absent for {', '.join(absent[:2])}{' ...' if len(absent) > 2 else ''}"
-                     if absent else "no rewrite found a gain")
+            absent = sorted(
+                t
+                for t, used in (result.statistics_used or {}).items()
+                if isinstance(used, dict) and used.get("precision") == "absent"
+            )
+            self.add(
+                label,
+                "unchanged",
+                f"statistics absent for {', '.join(absent[:2])}{' ...' if len(absent) > 2 else ''}"
+                if absent
+                else "no rewrite found a gain",
+            )
 
-    def line(self, reasons: int = 3) -> Optional[str]:
+    def line(self, reasons: int = 3) -> str | None:
         """One line, or None when no model went through the optimizer; the list is then emptied."""
         with self._lock:
             outcomes, self._outcomes = self._outcomes, []

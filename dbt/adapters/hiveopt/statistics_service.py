@@ -22,16 +22,16 @@ import math
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Any
 
 from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
-
 from dbt.adapters.hiveopt.optimizer.statistics import ColumnStats, Estimate, TableStats
 
-Execute = Callable[[str], List[Tuple[Any, ...]]]
+Execute = Callable[[str], list[tuple[Any, ...]]]
 
 DEFAULT_STATS_SCHEMA = "hiveopt"
 # Not `statistics`: stores of earlier versions, an unpartitioned table of that name, are left alone.
@@ -63,7 +63,19 @@ DEFAULT_HEAVY_HITTERS = 10
 DEFAULT_HISTOGRAM_BUCKETS = 32
 # approx_percentile accuracy: 1/accuracy is the relative rank error (Spark's default is 10000).
 HISTOGRAM_ACCURACY = 1000
-NUMERIC_TYPES = ("tinyint", "smallint", "int", "integer", "bigint", "float", "double", "decimal", "byte", "short", "long")
+NUMERIC_TYPES = (
+    "tinyint",
+    "smallint",
+    "int",
+    "integer",
+    "bigint",
+    "float",
+    "double",
+    "decimal",
+    "byte",
+    "short",
+    "long",
+)
 ORDERED_TYPES = NUMERIC_TYPES + ("date", "timestamp", "timestamp_ntz")
 # Column types every full pass details (heavy hitters, histogram): the usual join and range-filter
 # keys, cheap to sketch. Measured on TPC-H SF 0.1 (warm local[2]): detailing lineitem's 7 integer
@@ -82,12 +94,12 @@ def _base_type(data_type: str) -> str:
 @dataclass
 class TableInfo:
     name: str  # db.table, lowercase
-    columns: Dict[str, str]  # name as the catalog spells it -> type
+    columns: dict[str, str]  # name as the catalog spells it -> type
     kind: str  # MANAGED / EXTERNAL / VIEW
     created: str = ""
-    size_bytes: Optional[int] = None
-    partition_columns: List[str] = field(default_factory=list)
-    bucket_columns: List[str] = field(default_factory=list)
+    size_bytes: int | None = None
+    partition_columns: list[str] = field(default_factory=list)
+    bucket_columns: list[str] = field(default_factory=list)
     # Views: the SQL they stand for, and the database their bare table names are read in.
     view_text: str = ""
     view_db: str = ""
@@ -107,11 +119,11 @@ class GatherResult:
     seconds: float
 
 
-def parse_describe(name: str, rows: Sequence[Tuple[Any, ...]]) -> TableInfo:
+def parse_describe(name: str, rows: Sequence[tuple[Any, ...]]) -> TableInfo:
     """Read columns, kind, creation time and size from DESCRIBE TABLE EXTENDED rows."""
-    columns: Dict[str, str] = {}
-    partitions: List[str] = []
-    details: Dict[str, str] = {}
+    columns: dict[str, str] = {}
+    partitions: list[str] = []
+    details: dict[str, str] = {}
     section = "columns"
     for row in rows:
         key = str(row[0] or "").strip()
@@ -140,21 +152,31 @@ def parse_describe(name: str, rows: Sequence[Tuple[Any, ...]]) -> TableInfo:
     buckets = [c.strip(" `") for c in details.get("Bucket Columns", "").strip("[]").split(",") if c.strip(" `")]
     namespace = details.get("View Catalog and Namespace", "")
     return TableInfo(
-        name=name.lower(), columns=columns, kind=details.get("Type", "MANAGED"),
-        created=details.get("Created Time", ""), size_bytes=size, partition_columns=partitions,
-        bucket_columns=buckets, view_text=details.get("View Text", ""),
+        name=name.lower(),
+        columns=columns,
+        kind=details.get("Type", "MANAGED"),
+        created=details.get("Created Time", ""),
+        size_bytes=size,
+        partition_columns=partitions,
+        bucket_columns=buckets,
+        view_text=details.get("View Text", ""),
         view_db=namespace.rsplit(".", 1)[-1].strip("`") if namespace else "",
     )
 
 
-def gather_query(table: str, columns: Dict[str, str], key_columns: Iterable[str],
-                 heavy_hitters: int = DEFAULT_HEAVY_HITTERS, buckets: int = DEFAULT_HISTOGRAM_BUCKETS,
-                 sample_percent: Optional[float] = None) -> exp.Select:
+def gather_query(
+    table: str,
+    columns: dict[str, str],
+    key_columns: Iterable[str],
+    heavy_hitters: int = DEFAULT_HEAVY_HITTERS,
+    buckets: int = DEFAULT_HISTOGRAM_BUCKETS,
+    sample_percent: float | None = None,
+) -> exp.Select:
     """The one aggregate pass, as an AST. Results are strings (to_json for arrays) so that dbt's
     agate conversion and the Thrift protocol return the same thing. `sample_percent`: over a
     Bernoulli sample (TABLESAMPLE) of the table."""
     keys = {k.lower() for k in key_columns}
-    projections: List[exp.Expression] = [exp.alias_(exp.Count(this=exp.Star()), "row_count")]
+    projections: list[exp.Expression] = [exp.alias_(exp.Count(this=exp.Star()), "row_count")]
     for i, (name, data_type) in enumerate(columns.items()):
         column = exp.column(name, quoted=True)
         base = _base_type(data_type)
@@ -168,18 +190,29 @@ def gather_query(table: str, columns: Dict[str, str], key_columns: Iterable[str]
         if base in ("string", "varchar", "char", "binary"):
             projections.append(exp.alias_(exp.Avg(this=exp.Length(this=column.copy())), f"c{i}_width"))
         if name.lower() in keys and base != "boolean":
-            projections.append(exp.alias_(
-                exp.func("to_json", exp.func("approx_top_k", column.copy(), exp.Literal.number(heavy_hitters))),
-                f"c{i}_hh"))
+            projections.append(
+                exp.alias_(
+                    exp.func("to_json", exp.func("approx_top_k", column.copy(), exp.Literal.number(heavy_hitters))),
+                    f"c{i}_hh",
+                )
+            )
             if base in ORDERED_TYPES:
                 ranks = exp.Array(expressions=[exp.Literal.number(round(j / buckets, 6)) for j in range(buckets + 1)])
-                projections.append(exp.alias_(
-                    exp.func("to_json", exp.func("approx_percentile", column.copy(), ranks, exp.Literal.number(HISTOGRAM_ACCURACY))),
-                    f"c{i}_hist"))
+                projections.append(
+                    exp.alias_(
+                        exp.func(
+                            "to_json",
+                            exp.func("approx_percentile", column.copy(), ranks, exp.Literal.number(HISTOGRAM_ACCURACY)),
+                        ),
+                        f"c{i}_hist",
+                    )
+                )
     source = exp.to_table(table)
     if sample_percent is not None:
-        source.set("sample", exp.TableSample(percent=exp.Literal.number(round(sample_percent, 4)),
-                                             seed=exp.Literal.number(SAMPLE_SEED)))
+        source.set(
+            "sample",
+            exp.TableSample(percent=exp.Literal.number(round(sample_percent, 4)), seed=exp.Literal.number(SAMPLE_SEED)),
+        )
     return exp.select(*projections).from_(source)
 
 
@@ -262,11 +295,14 @@ def _typed(value: Any, base: str) -> Any:
     return str(value)
 
 
-def parse_gather_row(names: Sequence[str], row: Sequence[Any], columns: Dict[str, str], fingerprint: str) -> TableStats:
+def parse_gather_row(names: Sequence[str], row: Sequence[Any], columns: dict[str, str], fingerprint: str) -> TableStats:
     values = dict(zip(names, row))
     rows = int(float(values["row_count"]))
-    stats = TableStats(row_count=Estimate.exact(rows), fingerprint=fingerprint,
-                       collected_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    stats = TableStats(
+        row_count=Estimate.exact(rows),
+        fingerprint=fingerprint,
+        collected_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    )
     for i, (name, data_type) in enumerate(columns.items()):
         base = _base_type(data_type)
         nonnull = values.get(f"c{i}_nonnull")
@@ -282,15 +318,22 @@ def parse_gather_row(names: Sequence[str], row: Sequence[Any], columns: Dict[str
             column.avg_width = Estimate.estimated(float(values[f"c{i}_width"]))
         if values.get(f"c{i}_hh") is not None:
             items = json.loads(str(values[f"c{i}_hh"]))
-            column.heavy_hitters = [(_typed(it["item"], base), float(it["count"])) for it in items if it.get("item") is not None]
+            column.heavy_hitters = [
+                (_typed(it["item"], base), float(it["count"])) for it in items if it.get("item") is not None
+            ]
         if values.get(f"c{i}_hist") not in (None, "null"):
             column.histogram = [_typed(v, base) for v in json.loads(str(values[f"c{i}_hist"]))]
         stats.columns[name.lower()] = column
     return stats
 
 
-def statistics_from_rows(columns: Dict[str, str], rows: Sequence[Sequence[Any]], fingerprint: str = "",
-                         heavy_hitters: int = DEFAULT_HEAVY_HITTERS, buckets: int = DEFAULT_HISTOGRAM_BUCKETS) -> TableStats:
+def statistics_from_rows(
+    columns: dict[str, str],
+    rows: Sequence[Sequence[Any]],
+    fingerprint: str = "",
+    heavy_hitters: int = DEFAULT_HEAVY_HITTERS,
+    buckets: int = DEFAULT_HISTOGRAM_BUCKETS,
+) -> TableStats:
     """Exact statistics of a table from its rows in Python (a seed: dbt has just read its CSV, so
     no Spark job is needed): the numbers the Spark pass gathers, all exact, with heavy hitters and
     a histogram for every column (any may be a join key). Values are put in the column's terms the
@@ -305,8 +348,11 @@ def statistics_from_rows(columns: Dict[str, str], rows: Sequence[Sequence[Any]],
     >>> stats.column("name").heavy_hitters, stats.column("name").avg_width.value, stats.column("name").ndv.precision.name
     ([('a', 2.0), ('bb', 1.0)], 1.333, 'EXACT')
     """
-    stats = TableStats(row_count=Estimate.exact(len(rows)), fingerprint=fingerprint,
-                       collected_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    stats = TableStats(
+        row_count=Estimate.exact(len(rows)),
+        fingerprint=fingerprint,
+        collected_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    )
     for i, (name, data_type) in enumerate(columns.items()):
         base = _base_type(data_type)
         raw = [row[i] for row in rows]
@@ -317,7 +363,7 @@ def statistics_from_rows(columns: Dict[str, str], rows: Sequence[Sequence[Any]],
         values = [_typed(v, base) for v in raw if v is not None]
         if len(values) != len(raw) - column.null_count.value or any(v is None for v in values):
             continue  # a value that does not read as the column's type: leave the column to Spark's estimates
-        counts: Dict[Any, int] = {}
+        counts: dict[Any, int] = {}
         for value in values:
             counts[value] = counts.get(value, 0) + 1
         column.ndv = Estimate.exact(float(len(counts)))
@@ -327,9 +373,13 @@ def statistics_from_rows(columns: Dict[str, str], rows: Sequence[Sequence[Any]],
             ordered = sorted(values)
             if ordered:
                 column.min, column.max = ordered[0], ordered[-1]
-                column.histogram = [ordered[max(0, math.ceil(j / buckets * len(ordered)) - 1)] for j in range(buckets + 1)]
+                column.histogram = [
+                    ordered[max(0, math.ceil(j / buckets * len(ordered)) - 1)] for j in range(buckets + 1)
+                ]
         else:
-            column.avg_width = Estimate.estimated(round(sum(len(str(v)) for v in values) / len(values), 3) if values else 0.0)
+            column.avg_width = Estimate.estimated(
+                round(sum(len(str(v)) for v in values) / len(values), 3) if values else 0.0
+            )
     return stats
 
 
@@ -348,11 +398,18 @@ class StatisticsService:
     saves that never collide (see `save`). A store that cannot be read or written costs the
     statistics' persistence, never the run's: what was gathered stays in memory for the run."""
 
-    def __init__(self, execute: Execute, stats_schema: str = DEFAULT_STATS_SCHEMA,
-                 heavy_hitters: int = DEFAULT_HEAVY_HITTERS, buckets: int = DEFAULT_HISTOGRAM_BUCKETS,
-                 warn: Optional[Callable[[str], None]] = None, sample_above_rows: int = DEFAULT_SAMPLE_ABOVE_ROWS,
-                 sample_rows: int = SAMPLE_ROWS, sample_check_above_bytes: int = SAMPLE_CHECK_ABOVE_BYTES,
-                 defer_saves: bool = False):
+    def __init__(
+        self,
+        execute: Execute,
+        stats_schema: str = DEFAULT_STATS_SCHEMA,
+        heavy_hitters: int = DEFAULT_HEAVY_HITTERS,
+        buckets: int = DEFAULT_HISTOGRAM_BUCKETS,
+        warn: Callable[[str], None] | None = None,
+        sample_above_rows: int = DEFAULT_SAMPLE_ABOVE_ROWS,
+        sample_rows: int = SAMPLE_ROWS,
+        sample_check_above_bytes: int = SAMPLE_CHECK_ABOVE_BYTES,
+        defer_saves: bool = False,
+    ):
         self.execute = execute
         self.stats_schema = stats_schema
         self.heavy_hitters = heavy_hitters
@@ -363,21 +420,21 @@ class StatisticsService:
         # The adapter saves a dbt invocation's statistics once, at its end (each save is a Spark
         # write job of 0.4-0.7 s that the model which gathered would otherwise wait for).
         self.defer_saves = defer_saves
-        self._pending: List[Tuple[str, str, str, float, str]] = []
+        self._pending: list[tuple[str, str, str, float, str]] = []
         self._warn = warn or (lambda message: None)
         self._lock = threading.RLock()  # guards the dicts below
         self._load_lock = threading.Lock()
         self._store_lock = threading.Lock()
-        self._table_locks: Dict[str, threading.RLock] = {}
-        self._infos: Dict[str, TableInfo] = {}
-        self._stats: Dict[str, TableStats] = {}
-        self._warned: Set[str] = set()
+        self._table_locks: dict[str, threading.RLock] = {}
+        self._infos: dict[str, TableInfo] = {}
+        self._stats: dict[str, TableStats] = {}
+        self._warned: set[str] = set()
         self._store_loaded = False
-        self._unparsed: Dict[str, List[Tuple[str, Any, Any]]] = {}  # the store's rows, by table
+        self._unparsed: dict[str, list[tuple[str, Any, Any]]] = {}  # the store's rows, by table
         self._store_ready = False
         self._store_unwritable = False
         # Counts of full passes per table in this process (a test reads them: one per table).
-        self.full_passes: Dict[str, int] = {}
+        self.full_passes: dict[str, int] = {}
 
     @property
     def store_table(self) -> exp.Table:
@@ -448,14 +505,19 @@ class StatisticsService:
                 return
             try:
                 self._ensure_store()
-                query = exp.select("table_name", "fingerprint", "saved_at", "payload", "save_id").from_(self.store_table)
+                query = exp.select("table_name", "fingerprint", "saved_at", "payload", "save_id").from_(
+                    self.store_table
+                )
                 rows = self.execute(query.sql(DIALECT))
             except Exception as error:
-                self.warn_once("store", f"statistics store {self.store_table.sql(DIALECT)} cannot be read "
-                                        f"({first_line(error)}): statistics are gathered again and kept for this run")
+                self.warn_once(
+                    "store",
+                    f"statistics store {self.store_table.sql(DIALECT)} cannot be read "
+                    f"({first_line(error)}): statistics are gathered again and kept for this run",
+                )
                 self._store_loaded = True
                 return
-            by_table: Dict[str, List[Tuple[str, Any, Any]]] = {}
+            by_table: dict[str, list[tuple[str, Any, Any]]] = {}
             for table_name, fingerprint, saved_at, payload, _save in rows:
                 by_table.setdefault(str(table_name), []).append((str(saved_at), fingerprint, payload))
             with self._lock:  # parsed per table on first use (`_stored`): most runs read a few
@@ -465,7 +527,7 @@ class StatisticsService:
             if len(rows) - len(by_table) > COMPACT_AFTER_SUPERSEDED_ROWS or len(saves) > COMPACT_AFTER_SAVES:
                 self._compact(by_table, saves)
 
-    def _stored(self, name: str) -> Optional[TableStats]:
+    def _stored(self, name: str) -> TableStats | None:
         """This run's statistics of a table, else the newest valid ones the store holds (parsed now)."""
         with self._lock:
             if name in self._stats:
@@ -477,34 +539,60 @@ class StatisticsService:
                 self._stats.setdefault(name, stats)
             return self._stats.get(name)
 
-    def _newest_valid(self, table: str, versions: List[Tuple[str, Any, Any]]) -> Optional[TableStats]:
+    def _newest_valid(self, table: str, versions: list[tuple[str, Any, Any]]) -> TableStats | None:
         for saved_at, fingerprint, payload in sorted(versions, key=lambda v: v[0], reverse=True):
             try:
                 stats = TableStats.from_dict(json.loads(str(payload)))
             except (ValueError, TypeError, KeyError, AttributeError) as error:
-                self.warn_once(f"payload:{table}", f"statistics of {table} saved at {saved_at} are unreadable "
-                                                   f"({type(error).__name__}: {str(error)[:120]}): skipped, gathered again")
+                self.warn_once(
+                    f"payload:{table}",
+                    f"statistics of {table} saved at {saved_at} are unreadable "
+                    f"({type(error).__name__}: {str(error)[:120]}): skipped, gathered again",
+                )
                 continue
             stats.fingerprint = str(fingerprint)
             return stats
         return None
 
-    def _compact(self, by_table: Dict[str, List[Tuple[str, Any, Any]]], saves: Set[Any]) -> None:
+    def _compact(self, by_table: dict[str, list[tuple[str, Any, Any]]], saves: set[Any]) -> None:
         """Write the latest row per table as one new save, then drop the saves just read (saves
         made meanwhile, by this run or another, are other partitions and stay)."""
         rows = [(name, *max(versions, key=lambda v: v[0])) for name, versions in by_table.items()]
         save_id = f"compacted-{uuid.uuid4().hex}"
-        values = exp.Values(expressions=[
-            exp.Tuple(expressions=[exp.Literal.string(str(name)), exp.Literal.string(str(fingerprint)),
-                                   exp.Literal.string(saved_at), exp.Literal.number(0), exp.Literal.string(str(payload)),
-                                   exp.Literal.string(save_id)])
-            for name, saved_at, fingerprint, payload in rows
-        ])
+        values = exp.Values(
+            expressions=[
+                exp.Tuple(
+                    expressions=[
+                        exp.Literal.string(str(name)),
+                        exp.Literal.string(str(fingerprint)),
+                        exp.Literal.string(saved_at),
+                        exp.Literal.number(0),
+                        exp.Literal.string(str(payload)),
+                        exp.Literal.string(save_id),
+                    ]
+                )
+                for name, saved_at, fingerprint, payload in rows
+            ]
+        )
         try:
             self.execute(self._insert(values).sql(DIALECT))
-            drop = exp.Alter(this=self.store_table, kind="TABLE", actions=[exp.DropPartition(exists=True, expressions=[
-                exp.Partition(expressions=[exp.EQ(this=exp.column("save_id"), expression=exp.Literal.string(str(old)))])
-                for old in sorted(saves, key=str)])])
+            drop = exp.Alter(
+                this=self.store_table,
+                kind="TABLE",
+                actions=[
+                    exp.DropPartition(
+                        exists=True,
+                        expressions=[
+                            exp.Partition(
+                                expressions=[
+                                    exp.EQ(this=exp.column("save_id"), expression=exp.Literal.string(str(old)))
+                                ]
+                            )
+                            for old in sorted(saves, key=str)
+                        ],
+                    )
+                ],
+            )
             self.execute(drop.sql(DIALECT))
         except Exception as error:  # a compaction that fails leaves more rows to read, nothing worse
             self.warn_once("compact", f"statistics store not compacted ({first_line(error)})")
@@ -520,7 +608,13 @@ class StatisticsService:
         with the run's other statistics in one save at `flush`. A failed save is a warning; the
         statistics stay in memory for the run."""
         saved_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
-        row = (name.lower(), stats.fingerprint or "", saved_at, round(seconds, 3), json.dumps(stats.to_dict(), default=str))
+        row = (
+            name.lower(),
+            stats.fingerprint or "",
+            saved_at,
+            round(seconds, 3),
+            json.dumps(stats.to_dict(), default=str),
+        )
         with self._lock:
             self._stats[name.lower()] = stats
             if self._store_unwritable:
@@ -543,13 +637,23 @@ class StatisticsService:
         if rows:
             self._write(rows)
 
-    def _write(self, rows: List[Tuple[str, str, str, float, str]]) -> None:
+    def _write(self, rows: list[tuple[str, str, str, float, str]]) -> None:
         save_id = uuid.uuid4().hex
-        values = exp.Values(expressions=[
-            exp.Tuple(expressions=[exp.Literal.string(name), exp.Literal.string(fingerprint), exp.Literal.string(saved_at),
-                                   exp.Literal.number(seconds), exp.Literal.string(payload), exp.Literal.string(save_id)])
-            for name, fingerprint, saved_at, seconds, payload in rows
-        ])
+        values = exp.Values(
+            expressions=[
+                exp.Tuple(
+                    expressions=[
+                        exp.Literal.string(name),
+                        exp.Literal.string(fingerprint),
+                        exp.Literal.string(saved_at),
+                        exp.Literal.number(seconds),
+                        exp.Literal.string(payload),
+                        exp.Literal.string(save_id),
+                    ]
+                )
+                for name, fingerprint, saved_at, seconds, payload in rows
+            ]
+        )
         try:
             self._ensure_store()
             self.execute(self._insert(values).sql(DIALECT))
@@ -557,8 +661,11 @@ class StatisticsService:
             with self._lock:
                 self._store_unwritable = True  # one failed statement per run, not one per table
             names = ", ".join(sorted({row[0] for row in rows}))
-            self.warn_once("save", f"statistics of {names} not saved to {self.store_table.sql(DIALECT)} "
-                                   f"({first_line(error)}): statistics are kept for this run only")
+            self.warn_once(
+                "save",
+                f"statistics of {names} not saved to {self.store_table.sql(DIALECT)} "
+                f"({first_line(error)}): statistics are kept for this run only",
+            )
 
     # -- gathering ----------------------------------------------------------------------------
     def gather(self, name: str, key_columns: Iterable[str] = ()) -> GatherResult:
@@ -611,7 +718,9 @@ class StatisticsService:
             self.save(name, merged_stats, seconds)
             return GatherResult(merged_stats, seconds)
 
-    def _run_pass(self, name: str, columns: Dict[str, str], keys: Set[str], fingerprint: str) -> Tuple[TableStats, float]:
+    def _run_pass(
+        self, name: str, columns: dict[str, str], keys: set[str], fingerprint: str
+    ) -> tuple[TableStats, float]:
         size = self.describe(name).size_bytes
         started = time.perf_counter()
         rows, percent = None, None
@@ -633,7 +742,7 @@ class StatisticsService:
                 stats.columns[key].heavy_hitters = []
         return stats, seconds
 
-    def current(self, name: str) -> Tuple[Optional[TableStats], str]:
+    def current(self, name: str) -> tuple[TableStats | None, str]:
         """Stored statistics if they match the table as it is now, with the reason otherwise."""
         name = name.lower()
         info = self.describe(name)
@@ -647,22 +756,29 @@ class StatisticsService:
             return None, f"stale (table changed since {stats.collected_at})"
         return stats, "current"
 
-    def ensure(self, name: str, key_columns: Iterable[str] = (), auto_gather: bool = True,
-               why_not: str = "automatic gathering is off") -> Tuple[Optional[TableStats], str, float]:
+    def ensure(
+        self,
+        name: str,
+        key_columns: Iterable[str] = (),
+        auto_gather: bool = True,
+        why_not: str = "automatic gathering is off",
+    ) -> tuple[TableStats | None, str, float]:
         """Current statistics of a table, gathering them when absent, stale or missing a key column's
         detail. Returns (stats or None, what happened, seconds spent gathering). Under the table's
         lock: a thread that finds another gathering the table waits and then reads its result."""
         with self._table_lock(name):
             return self._ensure(name, key_columns, auto_gather, why_not)
 
-    def _ensure(self, name: str, key_columns: Iterable[str], auto_gather: bool,
-                why_not: str) -> Tuple[Optional[TableStats], str, float]:
+    def _ensure(
+        self, name: str, key_columns: Iterable[str], auto_gather: bool, why_not: str
+    ) -> tuple[TableStats | None, str, float]:
         stats, state = self.current(name)
         if self.describe(name).is_view:
             return None, state, 0.0
         keys = {k.lower() for k in key_columns}
         missing_keys = stats is not None and any(
-            k in stats.columns and stats.columns[k].heavy_hitters is None for k in keys)
+            k in stats.columns and stats.columns[k].heavy_hitters is None for k in keys
+        )
         if stats is not None and not missing_keys:
             return stats, state, 0.0
         if not auto_gather:

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Optional
 
 THRIFT_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 STARTUP_TIMEOUT_SECONDS = 180
@@ -59,25 +58,36 @@ def _listening(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def start(home: str, port: Optional[int] = None, cores: int = 2, memory: str = "2g") -> ThriftServer:
+def start(home: str, port: int | None = None, cores: int = 2, memory: str = "2g") -> ThriftServer:
     os.makedirs(home, exist_ok=True)
     port = port or free_port()
     spark_home = _spark_home()
     log_path = os.path.join(home, "thriftserver.log")
     command = [
         os.path.join(spark_home, "bin", "spark-submit"),
-        "--class", THRIFT_CLASS,
-        "--name", "hiveopt-thrift",
-        "--master", f"local[{cores}]",
-        "--driver-memory", memory,
-        "--driver-java-options", f"-Dderby.system.home={home}",
-        "--conf", f"spark.sql.warehouse.dir={os.path.join(home, 'warehouse')}",
-        "--conf", f"spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={os.path.join(home, 'metastore_db')};create=true",
-        "--conf", "spark.ui.enabled=false",
-        "--conf", "spark.sql.shuffle.partitions=4",
+        "--class",
+        THRIFT_CLASS,
+        "--name",
+        "hiveopt-thrift",
+        "--master",
+        f"local[{cores}]",
+        "--driver-memory",
+        memory,
+        "--driver-java-options",
+        f"-Dderby.system.home={home}",
+        "--conf",
+        f"spark.sql.warehouse.dir={os.path.join(home, 'warehouse')}",
+        "--conf",
+        f"spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={os.path.join(home, 'metastore_db')};create=true",
+        "--conf",
+        "spark.ui.enabled=false",
+        "--conf",
+        "spark.sql.shuffle.partitions=4",
         "spark-internal",
-        "--hiveconf", f"hive.server2.thrift.port={port}",
-        "--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1",
+        "--hiveconf",
+        f"hive.server2.thrift.port={port}",
+        "--hiveconf",
+        "hive.server2.thrift.bind.host=127.0.0.1",
     ]
     env = {**os.environ, "SPARK_HOME": spark_home, "SPARK_LOCAL_IP": "127.0.0.1"}
     log = open(log_path, "w")

@@ -6,14 +6,14 @@ counts duplicates and treats NULLs as equal, which is what "same results" means 
 
 from __future__ import annotations
 
-from typing import Any, Callable, List
+from collections.abc import Callable
+from typing import Any
 
 import sqlglot
+from dbt_common.exceptions import DbtRuntimeError
 from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
-from dbt_common.exceptions import DbtRuntimeError
-
 
 
 def difference_query(original_sql: str, optimized_sql: str) -> exp.Query:
@@ -21,11 +21,13 @@ def difference_query(original_sql: str, optimized_sql: str) -> exp.Query:
     b = sqlglot.parse_one(optimized_sql, read=DIALECT).subquery("hiveopt_b")
     a_minus_b = exp.select("*").from_(a.copy()).except_(exp.select("*").from_(b.copy()), distinct=False)
     b_minus_a = exp.select("*").from_(b).except_(exp.select("*").from_(a), distinct=False)
-    both = exp.union(exp.select("*").from_(a_minus_b.subquery("d1")), exp.select("*").from_(b_minus_a.subquery("d2")), distinct=False)
+    both = exp.union(
+        exp.select("*").from_(a_minus_b.subquery("d1")), exp.select("*").from_(b_minus_a.subquery("d2")), distinct=False
+    )
     return exp.select(exp.alias_(exp.Count(this=exp.Star()), "differences")).from_(both.subquery("d"))
 
 
-def verify_equal(run: Callable[[str], List[Any]], original_sql: str, optimized_sql: str, label: str) -> None:
+def verify_equal(run: Callable[[str], list[Any]], original_sql: str, optimized_sql: str, label: str) -> None:
     rows = run(difference_query(original_sql, optimized_sql).sql(DIALECT))
     differences = int(float(rows[0][0]))
     if differences:

@@ -4,7 +4,6 @@ Skipped with their reason: snapshots and incremental merge need Delta or Iceberg
 cannot be installed here (no network beyond the package registries)."""
 
 import pytest
-
 from dbt.tests.adapter.basic.test_adapter_methods import BaseAdapterMethod
 from dbt.tests.adapter.basic.test_base import BaseSimpleMaterializations
 from dbt.tests.adapter.basic.test_empty import BaseEmpty

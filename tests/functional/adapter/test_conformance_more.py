@@ -9,33 +9,31 @@ SameAliasDifferentSchemas, UnitTestingTypes, DateDiff, Listagg, Replace, Right, 
 GetIntervalsBetween. Run with HIVEOPT_FUNCTIONAL_TYPE=spark to compare."""
 
 import pytest
-
+from dbt.tests.adapter.concurrency.test_concurrency import BaseConcurrency
 from dbt.tests.adapter.incremental.test_incremental_microbatch import BaseMicrobatch
 from dbt.tests.adapter.query_comment.test_query_comment import BaseQueryComments
-from dbt.tests.adapter.store_test_failures_tests.test_store_test_failures import BaseStoreTestFailures
-from dbt.tests.adapter.concurrency.test_concurrency import BaseConcurrency
 from dbt.tests.adapter.relations.test_changing_relation_type import BaseChangeRelationTypeValidator
+from dbt.tests.adapter.store_test_failures_tests.test_store_test_failures import BaseStoreTestFailures
 from dbt.tests.adapter.utils.test_any_value import BaseAnyValue
 from dbt.tests.adapter.utils.test_bool_or import BaseBoolOr
 from dbt.tests.adapter.utils.test_cast import BaseCast
 from dbt.tests.adapter.utils.test_concat import BaseConcat
-from dbt.tests.adapter.utils.test_dateadd import BaseDateAdd
+from dbt.tests.adapter.utils.test_date_spine import BaseDateSpine
 from dbt.tests.adapter.utils.test_date_trunc import BaseDateTrunc
+from dbt.tests.adapter.utils.test_dateadd import BaseDateAdd
 from dbt.tests.adapter.utils.test_equals import BaseEquals
 from dbt.tests.adapter.utils.test_escape_single_quotes import BaseEscapeSingleQuotesBackslash
 from dbt.tests.adapter.utils.test_except import BaseExcept
 from dbt.tests.adapter.utils.test_generate_series import BaseGenerateSeries
+from dbt.tests.adapter.utils.test_get_powers_of_two import BaseGetPowersOfTwo
 from dbt.tests.adapter.utils.test_hash import BaseHash
 from dbt.tests.adapter.utils.test_intersect import BaseIntersect
 from dbt.tests.adapter.utils.test_last_day import BaseLastDay
 from dbt.tests.adapter.utils.test_length import BaseLength
-from dbt.tests.adapter.utils.test_null_compare import BaseMixedNullCompare
-from dbt.tests.adapter.utils.test_null_compare import BaseNullCompare
+from dbt.tests.adapter.utils.test_null_compare import BaseMixedNullCompare, BaseNullCompare
 from dbt.tests.adapter.utils.test_position import BasePosition
 from dbt.tests.adapter.utils.test_safe_cast import BaseSafeCast
 from dbt.tests.adapter.utils.test_string_literal import BaseStringLiteral
-from dbt.tests.adapter.utils.test_date_spine import BaseDateSpine
-from dbt.tests.adapter.utils.test_get_powers_of_two import BaseGetPowersOfTwo
 
 pytestmark = pytest.mark.integration
 

@@ -24,7 +24,20 @@ from dbt.adapters.hiveopt.optimizer.statistics import (
 )
 
 __all__ = [
-    "ColumnStats", "Estimate", "OptimizedQuery", "OptimizerConfig", "OptimizerContext", "Precision",
-    "RULE_NAMES", "StatsCatalog", "TableStats", "UnsupportedQuery", "optimize", "parse_query",
-    "key_columns", "needs_statistics", "physical_tables", "prepare_query",
+    "ColumnStats",
+    "Estimate",
+    "OptimizedQuery",
+    "OptimizerConfig",
+    "OptimizerContext",
+    "Precision",
+    "RULE_NAMES",
+    "StatsCatalog",
+    "TableStats",
+    "UnsupportedQuery",
+    "optimize",
+    "parse_query",
+    "key_columns",
+    "needs_statistics",
+    "physical_tables",
+    "prepare_query",
 ]

@@ -7,16 +7,24 @@ True
 
 from __future__ import annotations
 
-from typing import Iterator, Tuple
+from collections.abc import Iterator
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 # Join-strategy hints Spark knows; any of them in a block means the user chose: rules stay out.
-JOIN_HINT_NAMES = frozenset({
-    "BROADCAST", "BROADCASTJOIN", "MAPJOIN", "MERGE", "SHUFFLE_MERGE", "MERGEJOIN",
-    "SHUFFLE_HASH", "SHUFFLE_REPLICATE_NL",
-})
+JOIN_HINT_NAMES = frozenset(
+    {
+        "BROADCAST",
+        "BROADCASTJOIN",
+        "MAPJOIN",
+        "MERGE",
+        "SHUFFLE_MERGE",
+        "MERGEJOIN",
+        "SHUFFLE_HASH",
+        "SHUFFLE_REPLICATE_NL",
+    }
+)
 
 
 def user_join_hint(select: exp.Select) -> bool:
@@ -38,7 +46,7 @@ def block_label(scope: Scope) -> str:
     return "subquery" if scope.is_subquery else "block"
 
 
-def join_blocks(expression: exp.Expression, log) -> Iterator[Tuple[Scope, exp.Select, str]]:
+def join_blocks(expression: exp.Expression, log) -> Iterator[tuple[Scope, exp.Select, str]]:
     """Every SELECT block with joins, innermost first, as (scope, select, label); a block with a
     join hint the user wrote is skipped, and the skip recorded in the rule's log."""
     for scope in traverse_scope(expression):
@@ -47,6 +55,8 @@ def join_blocks(expression: exp.Expression, log) -> Iterator[Tuple[Scope, exp.Se
             continue
         label = block_label(scope)
         if user_join_hint(select):
-            log.skipped("the block has a join hint (the user's, or an earlier rule's): its joins stay as they are", block=label)
+            log.skipped(
+                "the block has a join hint (the user's, or an earlier rule's): its joins stay as they are", block=label
+            )
             continue
         yield scope, select, label

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import datetime
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any
 
 # Spark's own spark.sql.autoBroadcastJoinThreshold default: the same line, drawn from our
 # estimate after filters instead of Spark's unfiltered file size.
@@ -48,7 +49,7 @@ class ConfigError(ValueError):
 class OptimizerConfig:
     enabled: bool = True
     verify: bool = False
-    rules: Dict[str, bool] = field(default_factory=dict)
+    rules: dict[str, bool] = field(default_factory=dict)
     broadcast_threshold_bytes: int = DEFAULT_BROADCAST_THRESHOLD_BYTES
     shuffle_hash: bool = True
     shuffle_hash_partition_bytes: int = DEFAULT_SHUFFLE_HASH_PARTITION_BYTES
@@ -58,7 +59,7 @@ class OptimizerConfig:
     task_slots: int = DEFAULT_TASK_SLOTS
     skew_key_min_share: float = DEFAULT_SKEW_KEY_MIN_SHARE
     # {"db.table": {"column": [values]}}: hot keys known in advance (Hive's SKEWED BY).
-    skewed_keys: Dict[str, Dict[str, list]] = field(default_factory=dict)
+    skewed_keys: dict[str, dict[str, list]] = field(default_factory=dict)
     prune_max_values: int = DEFAULT_PRUNE_MAX_VALUES
     prune_fetch_timeout_seconds: float = DEFAULT_PRUNE_FETCH_TIMEOUT_SECONDS
     prune_min_big_bytes: int = DEFAULT_PRUNE_MIN_BIG_BYTES
@@ -69,17 +70,15 @@ class OptimizerConfig:
     # {"db.table": ["column", ...]}: tables whose files are written sorted (or clustered) by these
     # columns, so a literal key list lets the Parquet reader skip row groups. On any other table
     # not partitioned on the key, pruning from the small side only adds work.
-    sorted_keys: Dict[str, List[str]] = field(default_factory=dict)
+    sorted_keys: dict[str, list[str]] = field(default_factory=dict)
     # What a model's own settings got wrong (each ignored): the adapter warns, naming the model.
-    problems: List[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
     def rule_enabled(self, name: str) -> bool:
         return self.enabled and self.rules.get(name, True)
 
     @classmethod
-    def from_dicts(
-        cls, profile: Optional[Mapping[str, Any]], model: Optional[Mapping[str, Any]] = None
-    ) -> "OptimizerConfig":
+    def from_dicts(cls, profile: Mapping[str, Any] | None, model: Mapping[str, Any] | None = None) -> OptimizerConfig:
         """Merge the profile's block with a model's override (the model wins). A bad profile entry
         is an error (the profile is checked when it is read: `dbt debug` shows it); a bad model
         entry is ignored and listed in `problems`, so that the model's other settings still apply."""
@@ -97,8 +96,14 @@ class OptimizerConfig:
 
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 # Settings the adapter's statistics store reads: checked here too, where the profile is read.
-STATS_SETTINGS = ("schema", "auto_gather", "gather_unread_models", "heavy_hitters", "histogram_buckets",
-                  "sample_above_rows")
+STATS_SETTINGS = (
+    "schema",
+    "auto_gather",
+    "gather_unread_models",
+    "heavy_hitters",
+    "histogram_buckets",
+    "sample_above_rows",
+)
 
 
 def _boolean(value: Any) -> bool:
@@ -123,6 +128,7 @@ def _number(kind: type, low: float, high: float = math.inf) -> Callable[[Any], A
         if not (low <= number <= high) or (isinstance(number, float) and not math.isfinite(number)):
             raise ValueError(f"{value!r} is outside {low:g}..{high:g}")
         return number
+
     return convert
 
 
@@ -140,16 +146,25 @@ def _positive(value: Any) -> float:
     return number
 
 
-_CHECKS: Dict[str, Callable[[Any], Any]] = {
-    "enabled": _boolean, "verify": _boolean, "shuffle_hash": _boolean, "prune_fetch_values": _boolean,
-    "broadcast_threshold_bytes": _number(int, 0), "shuffle_hash_partition_bytes": _number(int, 1),
-    "shuffle_hash_ratio": _positive, "shuffle_partitions": _number(int, 1), "parallelism": _number(int, 1),
-    "task_slots": _number(int, 1), "skew_key_min_share": _share, "prune_max_values": _number(int, 1),
-    "prune_fetch_timeout_seconds": _positive, "prune_min_big_bytes": _number(int, 0),
+_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "enabled": _boolean,
+    "verify": _boolean,
+    "shuffle_hash": _boolean,
+    "prune_fetch_values": _boolean,
+    "broadcast_threshold_bytes": _number(int, 0),
+    "shuffle_hash_partition_bytes": _number(int, 1),
+    "shuffle_hash_ratio": _positive,
+    "shuffle_partitions": _number(int, 1),
+    "parallelism": _number(int, 1),
+    "task_slots": _number(int, 1),
+    "skew_key_min_share": _share,
+    "prune_max_values": _number(int, 1),
+    "prune_fetch_timeout_seconds": _positive,
+    "prune_min_big_bytes": _number(int, 0),
 }
 
 
-def validate_settings(block: Mapping[str, Any]) -> Tuple[Dict[str, Any], List[str]]:
+def validate_settings(block: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """(the entries that are valid, converted; what is wrong with the others, one line each,
     naming the setting). Values from outside the query are checked here before any rule sees
     them: a NULL hot key, a rule switch of "false" read as true, an unknown rule name.
@@ -167,8 +182,8 @@ def validate_settings(block: Mapping[str, Any]) -> Tuple[Dict[str, Any], List[st
     """
     if not isinstance(block, Mapping):
         return {}, [f"optimizer settings must be a mapping, not {type(block).__name__}"]
-    values: Dict[str, Any] = {}
-    problems: List[str] = []
+    values: dict[str, Any] = {}
+    problems: list[str] = []
     for key, value in block.items():
         key = str(key)
         try:
@@ -189,12 +204,12 @@ def validate_settings(block: Mapping[str, Any]) -> Tuple[Dict[str, Any], List[st
     return values, problems
 
 
-def _rules(value: Any, problems: List[str]) -> Dict[str, bool]:
+def _rules(value: Any, problems: list[str]) -> dict[str, bool]:
     from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES  # the RULES tuple is the source of truth
 
     if not isinstance(value, Mapping):
         raise ValueError("must map rule names to true or false")
-    switches: Dict[str, bool] = {}
+    switches: dict[str, bool] = {}
     for name, switch in value.items():
         if str(name) not in RULE_NAMES:
             problems.append(f"rules: unknown rule {name!r} (rules: {', '.join(RULE_NAMES)})")
@@ -206,12 +221,12 @@ def _rules(value: Any, problems: List[str]) -> Dict[str, bool]:
     return switches
 
 
-def _skewed_keys(value: Any, problems: List[str]) -> Dict[str, Dict[str, list]]:
+def _skewed_keys(value: Any, problems: list[str]) -> dict[str, dict[str, list]]:
     """{'db.table': {'column': [values]}}; NULL and non-scalar values are dropped (the rule then
     drops those that do not convert to the column's type, which it knows)."""
     if not isinstance(value, Mapping):
         raise ValueError("must map 'db.table' to {column: [values]}")
-    out: Dict[str, Dict[str, list]] = {}
+    out: dict[str, dict[str, list]] = {}
     for table, columns in value.items():
         if not isinstance(columns, Mapping):
             problems.append(f"skewed_keys[{table!r}]: must map columns to lists of values")
@@ -234,17 +249,18 @@ def _skewed_keys(value: Any, problems: List[str]) -> Dict[str, Dict[str, list]]:
     return out
 
 
-def _sorted_keys(value: Any) -> Dict[str, List[str]]:
+def _sorted_keys(value: Any) -> dict[str, list[str]]:
     if not isinstance(value, Mapping) or not all(
-            isinstance(cols, (list, tuple)) and all(isinstance(c, str) for c in cols) for cols in value.values()):
+        isinstance(cols, (list, tuple)) and all(isinstance(c, str) for c in cols) for cols in value.values()
+    ):
         raise ValueError("must map 'db.table' to a list of column names")
     return {str(t): list(cols) for t, cols in value.items()}
 
 
-def _stats_settings(value: Any) -> Dict[str, Any]:
+def _stats_settings(value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise ValueError("must be a mapping")
-    out: Dict[str, Any] = {}
+    out: dict[str, Any] = {}
     for key, setting in value.items():
         if key not in STATS_SETTINGS:
             raise ValueError(f"unknown setting {key!r} (settings: {', '.join(STATS_SETTINGS)})")
@@ -255,12 +271,12 @@ def _stats_settings(value: Any) -> Dict[str, Any]:
         if key in ("heavy_hitters", "histogram_buckets"):
             setting = _number(int, 1, 1000)(setting)
         if key == "sample_above_rows":
-            setting = _number(int, 0, 10 ** 15)(setting)
+            setting = _number(int, 0, 10**15)(setting)
         out[key] = setting
     return out
 
 
-def stats_settings(block: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+def stats_settings(block: Mapping[str, Any] | None) -> dict[str, Any]:
     """The profile's `stats:` settings, converted (`auto_gather: "false"` is off). The profile was
     checked when it was read; here a bad block counts as no settings.
 

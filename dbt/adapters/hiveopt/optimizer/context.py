@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.decisions import RuleRun
@@ -21,29 +21,29 @@ class FetchedValues:
     non-NULL key values, or when there were more than the bound only their min and max, or the
     error (timeout, failure) that stopped the fetch."""
 
-    values: Optional[List[Any]] = None
+    values: list[Any] | None = None
     low: Any = None
     high: Any = None
-    error: Optional[str] = None
+    error: str | None = None
     seconds: float = 0.0
 
 
 @dataclass
 class OptimizerContext:
     # {db: {table: {column: spark type}}}, from the catalog.
-    schema: Dict[str, Dict[str, Dict[str, str]]] = field(default_factory=dict)
+    schema: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
     statistics: StatsCatalog = field(default_factory=StatsCatalog)
     config: OptimizerConfig = field(default_factory=OptimizerConfig)
     model: str = "<query>"
     # "table", "incremental", "view", ...: rules that depend on today's data skip views.
     materialization: str = "table"
-    default_db: Optional[str] = None
+    default_db: str | None = None
     # `db.table` -> its bucket columns, for tables bucketed in the catalog (no shuffle on them).
-    bucketing: Dict[str, List[str]] = field(default_factory=dict)
+    bucketing: dict[str, list[str]] = field(default_factory=dict)
     # `db.table` -> its partition columns, from the catalog.
-    partitioning: Dict[str, List[str]] = field(default_factory=dict)
+    partitioning: dict[str, list[str]] = field(default_factory=dict)
     # Small-side key values fetched before the rules, by ValueFetch.key (partition pruning).
-    fetched_values: Dict[str, FetchedValues] = field(default_factory=dict)
+    fetched_values: dict[str, FetchedValues] = field(default_factory=dict)
 
 
 @dataclass
@@ -51,26 +51,26 @@ class OptimizedQuery:
     sql: str
     original_sql: str
     changed: bool = False
-    fallback_reason: Optional[str] = None
+    fallback_reason: str | None = None
     # The configuration switched the optimizer or every rule off: a choice, not a failure.
     switched_off: bool = False
     # Why a query the optimizer did not fail on is unchanged, when known before any rule ran.
-    unchanged_reason: Optional[str] = None
-    rules: List[RuleRun] = field(default_factory=list)
-    estimates: Dict[str, Any] = field(default_factory=dict)
-    statistics_used: Dict[str, Any] = field(default_factory=dict)
+    unchanged_reason: str | None = None
+    rules: list[RuleRun] = field(default_factory=list)
+    estimates: dict[str, Any] = field(default_factory=dict)
+    statistics_used: dict[str, Any] = field(default_factory=dict)
     elapsed_ms: float = 0.0
 
     @property
-    def fired_rules(self) -> List[str]:
+    def fired_rules(self) -> list[str]:
         return [r.rule for r in self.rules if r.fired]
 
     @property
-    def warnings(self) -> List[str]:
+    def warnings(self) -> list[str]:
         """Values from settings or statistics that the rules refused (see literals.typed_value)."""
         return [w for r in self.rules for w in r.warnings]
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "changed": self.changed,
             "fallback_reason": self.fallback_reason,

@@ -23,8 +23,8 @@ shuffled, not broadcast (AQE converts it only after both sides have been shuffle
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import FrozenSet, Optional, Sequence, Tuple
 
 # Spark local mode on this machine runs 2 tasks at once; a cluster many more. A broadcast is sent
 # to every executor: its bytes count this many times.
@@ -61,7 +61,7 @@ AGGREGATE_BYTE_COST = 0.25
 class JoinInput:
     bytes: float
     # Join keys (as equivalence-class names) this input is already hash-partitioned on, if any.
-    partitioned_on: Optional[FrozenSet[str]]
+    partitioned_on: frozenset[str] | None
     # Whether Spark can build a broadcast on this input: a relation a hint names, or a result
     # Spark's own static estimate puts under the threshold.
     buildable: bool = True
@@ -72,14 +72,17 @@ class CostModel:
     broadcast_threshold_bytes: float
     parallelism: int = DEFAULT_PARALLELISM
 
-    def join_cost(self, left: JoinInput, right: JoinInput, keys: Sequence[Tuple[str, str]],
-                  output_bytes: float) -> Tuple[float, str, Optional[FrozenSet[str]]]:
+    def join_cost(
+        self, left: JoinInput, right: JoinInput, keys: Sequence[tuple[str, str]], output_bytes: float
+    ) -> tuple[float, str, frozenset[str] | None]:
         """(cost, algorithm, partitioning of the output) of joining left and right."""
         output = output_bytes * OUTPUT_BYTE_COST
         if not keys:
             # No equi key: a nested-loop join; the smaller side is broadcast whatever its size.
             return min(left.bytes, right.bytes) * self.parallelism + output, "nested loop", None
-        builds = [side.bytes for side in (left, right) if side.buildable and side.bytes <= self.broadcast_threshold_bytes]
+        builds = [
+            side.bytes for side in (left, right) if side.buildable and side.bytes <= self.broadcast_threshold_bytes
+        ]
         if builds:
             return min(builds) * self.parallelism + output, "broadcast", None
         key_set = frozenset(k for pair in keys for k in pair)
@@ -87,7 +90,7 @@ class CostModel:
         return shuffle + output, "sort-merge", key_set
 
 
-def _partitioned(side: JoinInput, keys: FrozenSet[str]) -> bool:
+def _partitioned(side: JoinInput, keys: frozenset[str]) -> bool:
     return side.partitioned_on is not None and bool(side.partitioned_on & keys)
 
 

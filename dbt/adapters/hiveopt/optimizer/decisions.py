@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 
 @dataclass
@@ -16,9 +16,9 @@ class Decision:
     rule: str
     fired: bool
     reason: str
-    details: Dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"rule": self.rule, "fired": self.fired, "reason": self.reason, **self.details}
 
 
@@ -29,17 +29,17 @@ class RuleRun:
     rule: str
     enabled: bool
     elapsed_ms: float = 0.0
-    decisions: List[Decision] = field(default_factory=list)
-    error: Optional[str] = None
+    decisions: list[Decision] = field(default_factory=list)
+    error: str | None = None
     # Values from outside the query (settings, statistics) the rule refused, each said once:
     # the adapter shows them as warnings naming the model.
-    warnings: List[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def fired(self) -> bool:
         return any(d.fired for d in self.decisions)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "rule": self.rule,
             "enabled": self.enabled,
@@ -56,8 +56,8 @@ class DecisionLog:
 
     def __init__(self, rule: str):
         self.rule = rule
-        self.decisions: List[Decision] = []
-        self.warnings: List[str] = []
+        self.decisions: list[Decision] = []
+        self.warnings: list[str] = []
 
     def fired(self, reason: str, **details: Any) -> None:
         self.decisions.append(Decision(self.rule, True, reason, details))

@@ -17,8 +17,9 @@ relations and the function that joins two plans (and so the cost model).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any
 
 # Exact enumeration while there are at most this many csg-cmp pairs (DuckDB uses 10,000; 12,000
 # keeps a 12-relation star, 11,264 pairs, exact; cliques beyond 9 relations go greedy).
@@ -30,23 +31,23 @@ MAX_DP_RELATIONS = 14
 @dataclass
 class Plan:
     relations: int
-    left: Optional["Plan"] = None
-    right: Optional["Plan"] = None
+    left: Plan | None = None
+    right: Plan | None = None
     rows: float = 0.0
     cost: float = 0.0
-    info: Dict[str, Any] = field(default_factory=dict)  # whatever the caller's join function keeps
+    info: dict[str, Any] = field(default_factory=dict)  # whatever the caller's join function keeps
 
     @property
     def is_leaf(self) -> bool:
         return self.left is None
 
-    def leaves(self) -> List[int]:
+    def leaves(self) -> list[int]:
         if self.is_leaf:
             return [self.relations.bit_length() - 1]
         return self.left.leaves() + self.right.leaves()
 
 
-def _bits(mask: int) -> List[int]:
+def _bits(mask: int) -> list[int]:
     out, i = [], 0
     while mask:
         if mask & 1:
@@ -56,7 +57,7 @@ def _bits(mask: int) -> List[int]:
     return out
 
 
-def _subsets(mask: int) -> List[int]:
+def _subsets(mask: int) -> list[int]:
     """Non-empty subsets of mask, smallest first."""
     out, sub = [], mask
     while sub:
@@ -69,7 +70,7 @@ class _Budget(Exception):
     pass
 
 
-def csg_cmp_pairs(n: int, adj: List[int], max_pairs: int = MAX_DP_PAIRS) -> List[Tuple[int, int]]:
+def csg_cmp_pairs(n: int, adj: list[int], max_pairs: int = MAX_DP_PAIRS) -> list[tuple[int, int]]:
     """All pairs (S1, S2) of disjoint connected subgraphs joined by an edge (DPccp's enumeration).
     Raises _Budget past max_pairs."""
 
@@ -82,7 +83,7 @@ def csg_cmp_pairs(n: int, adj: List[int], max_pairs: int = MAX_DP_PAIRS) -> List
     def below(i: int) -> int:  # B_i = {v_j : j <= i}
         return (1 << (i + 1)) - 1
 
-    def csg_rec(s: int, x: int, out: List[int]) -> None:
+    def csg_rec(s: int, x: int, out: list[int]) -> None:
         n_ = neighborhood(s) & ~x
         if not n_:
             return
@@ -92,7 +93,7 @@ def csg_cmp_pairs(n: int, adj: List[int], max_pairs: int = MAX_DP_PAIRS) -> List
         for sub in subs:
             csg_rec(s | sub, x | n_, out)
 
-    pairs: List[Tuple[int, int]] = []
+    pairs: list[tuple[int, int]] = []
     for i in range(n - 1, -1, -1):
         csgs = [1 << i]
         csg_rec(1 << i, below(i), csgs)
@@ -110,14 +111,14 @@ def csg_cmp_pairs(n: int, adj: List[int], max_pairs: int = MAX_DP_PAIRS) -> List
     return pairs
 
 
-def _dpccp(n: int, adj: List[int], leaf, join, max_pairs: int) -> Tuple[Dict[int, Plan], Dict[int, Plan]]:
+def _dpccp(n: int, adj: list[int], leaf, join, max_pairs: int) -> tuple[dict[int, Plan], dict[int, Plan]]:
     """The best plan of every connected subset, bushy and left-deep, in one pass over the pairs:
     a left-deep plan of a set is a left-deep plan of all but one relation joined to that one."""
-    best: Dict[int, Plan] = {1 << i: leaf(i) for i in range(n)}
-    deep: Dict[int, Plan] = dict(best)
+    best: dict[int, Plan] = {1 << i: leaf(i) for i in range(n)}
+    deep: dict[int, Plan] = dict(best)
     pairs = csg_cmp_pairs(n, adj, max_pairs)
 
-    def keep(plans: Dict[int, Plan], candidate: Plan) -> None:
+    def keep(plans: dict[int, Plan], candidate: Plan) -> None:
         union = candidate.relations
         if union not in plans or candidate.cost < plans[union].cost:
             plans[union] = candidate
@@ -138,7 +139,7 @@ def _dpccp(n: int, adj: List[int], leaf, join, max_pairs: int) -> Tuple[Dict[int
     return best, deep
 
 
-def _components(n: int, adj: List[int]) -> List[int]:
+def _components(n: int, adj: list[int]) -> list[int]:
     seen, out = 0, []
     for i in range(n):
         if seen >> i & 1:
@@ -155,11 +156,11 @@ def _components(n: int, adj: List[int]) -> List[int]:
     return out
 
 
-def _goo(plans: List[Plan], adj: List[int], join) -> Plan:
+def _goo(plans: list[Plan], adj: list[int], join) -> Plan:
     """Greedy: join the connected pair with the cheapest result until one plan is left."""
     plans = list(plans)
     while len(plans) > 1:
-        best: Optional[Tuple[float, int, int, Plan]] = None
+        best: tuple[float, int, int, Plan] | None = None
         for i in range(len(plans)):
             neighbours = 0
             for r in _bits(plans[i].relations):
@@ -177,8 +178,13 @@ def _goo(plans: List[Plan], adj: List[int], join) -> Plan:
     return plans[0] if len(plans) == 1 else None
 
 
-def best_plans(n: int, adj: List[int], leaf: Callable[[int], Plan], join: Callable[[Plan, Plan], Plan],
-               max_pairs: int = MAX_DP_PAIRS) -> Tuple[Plan, Plan, str]:
+def best_plans(
+    n: int,
+    adj: list[int],
+    leaf: Callable[[int], Plan],
+    join: Callable[[Plan, Plan], Plan],
+    max_pairs: int = MAX_DP_PAIRS,
+) -> tuple[Plan, Plan, str]:
     """The cheapest plan joining all n relations, the cheapest left-deep one (a join of two
     multi-relation plans costs infinity there), and the method that found them."""
 
@@ -190,8 +196,8 @@ def best_plans(n: int, adj: List[int], leaf: Callable[[int], Plan], join: Callab
 
     components = _components(n, adj)
     method = "dpccp"
-    bushy: List[Plan] = []
-    deep: List[Plan] = []
+    bushy: list[Plan] = []
+    deep: list[Plan] = []
     for component in components:
         members = _bits(component)
         if len(members) == 1:
@@ -201,7 +207,9 @@ def best_plans(n: int, adj: List[int], leaf: Callable[[int], Plan], join: Callab
         try:
             if n > MAX_DP_RELATIONS:
                 raise _Budget()
-            best, best_deep = _dpccp(n, [a if (component >> i & 1) else 0 for i, a in enumerate(adj)], leaf, join, max_pairs)
+            best, best_deep = _dpccp(
+                n, [a if (component >> i & 1) else 0 for i, a in enumerate(adj)], leaf, join, max_pairs
+            )
             bushy.append(best[component])
             deep.append(best_deep[component])
         except _Budget:
@@ -212,7 +220,7 @@ def best_plans(n: int, adj: List[int], leaf: Callable[[int], Plan], join: Callab
     return _cross(bushy, join), _cross(deep, deep_join), method
 
 
-def _cross(plans: List[Plan], join: Callable[[Plan, Plan], Plan]) -> Plan:
+def _cross(plans: list[Plan], join: Callable[[Plan, Plan], Plan]) -> Plan:
     """Disconnected graph: cross products between components, smallest first."""
     plans = sorted(plans, key=lambda p: p.rows)
     plan = plans[0]
@@ -221,8 +229,13 @@ def _cross(plans: List[Plan], join: Callable[[Plan, Plan], Plan]) -> Plan:
     return plan
 
 
-def best_plan(n: int, adj: List[int], leaf: Callable[[int], Plan], join: Callable[[Plan, Plan], Plan],
-              max_pairs: int = MAX_DP_PAIRS) -> Tuple[Plan, str]:
+def best_plan(
+    n: int,
+    adj: list[int],
+    leaf: Callable[[int], Plan],
+    join: Callable[[Plan, Plan], Plan],
+    max_pairs: int = MAX_DP_PAIRS,
+) -> tuple[Plan, str]:
     """The cheapest plan joining all n relations, and the method that found it."""
     plan, _, method = best_plans(n, adj, leaf, join, max_pairs)
     return plan, method

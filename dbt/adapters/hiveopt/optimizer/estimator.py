@@ -18,8 +18,9 @@ an absent statistic stays absent: rules then decline to fire instead of guessing
 from __future__ import annotations
 
 import datetime as _dt
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
@@ -50,9 +51,21 @@ DEFAULT_SEMI_JOIN_SELECTIVITY = 0.5
 ROW_OVERHEAD_BYTES = 8
 # Field widths by Spark type, as Spark's own defaultSize; strings use the gathered average length.
 TYPE_WIDTHS = {
-    "boolean": 1, "tinyint": 1, "byte": 1, "smallint": 2, "short": 2, "int": 4, "integer": 4,
-    "bigint": 8, "long": 8, "float": 4, "double": 8, "date": 4, "timestamp": 8,
-    "timestamp_ntz": 8, "decimal": 16,
+    "boolean": 1,
+    "tinyint": 1,
+    "byte": 1,
+    "smallint": 2,
+    "short": 2,
+    "int": 4,
+    "integer": 4,
+    "bigint": 8,
+    "long": 8,
+    "float": 4,
+    "double": 8,
+    "date": 4,
+    "timestamp": 8,
+    "timestamp_ntz": 8,
+    "decimal": 16,
 }
 DEFAULT_STRING_WIDTH = 20
 DEFAULT_COMPLEX_WIDTH = 64
@@ -66,12 +79,12 @@ class ColumnEstimate:
     width: Estimate = field(default_factory=Estimate.absent)
     min: Any = None
     max: Any = None
-    data_type: Optional[str] = None
-    heavy_hitters: Optional[List[Tuple[Any, float]]] = None  # (value, fraction of rows)
-    histogram: Optional[List[Any]] = None
+    data_type: str | None = None
+    heavy_hitters: list[tuple[Any, float]] | None = None  # (value, fraction of rows)
+    histogram: list[Any] | None = None
 
     @classmethod
-    def from_stats(cls, stats: ColumnStats, rows: Estimate, data_type: Optional[str]) -> "ColumnEstimate":
+    def from_stats(cls, stats: ColumnStats, rows: Estimate, data_type: str | None) -> ColumnEstimate:
         null_fraction = Estimate.absent()
         if not stats.null_count.is_absent and not rows.is_absent:
             null_fraction = Estimate(
@@ -94,7 +107,7 @@ class ColumnEstimate:
         )
 
 
-def column_width(data_type: Optional[str], avg_width: Estimate = Estimate.absent()) -> Estimate:
+def column_width(data_type: str | None, avg_width: Estimate = Estimate.absent()) -> Estimate:
     base = (data_type or "string").split("(")[0].strip().lower()
     if base in TYPE_WIDTHS:
         return Estimate.estimated(TYPE_WIDTHS[base])
@@ -107,12 +120,12 @@ def column_width(data_type: Optional[str], avg_width: Estimate = Estimate.absent
 class RelationEstimate:
     rows: Estimate
     # by column name (lowercase) for a relation's output; by "alias.column" inside a join.
-    columns: Dict[str, ColumnEstimate] = field(default_factory=dict)
+    columns: dict[str, ColumnEstimate] = field(default_factory=dict)
 
     def column(self, name: str) -> ColumnEstimate:
         return self.columns.get(name.lower()) or ColumnEstimate()
 
-    def width(self, names: Optional[Iterable[str]] = None) -> Estimate:
+    def width(self, names: Iterable[str] | None = None) -> Estimate:
         """Row width in bytes of the named columns (all when None), Spark's row overhead included."""
         chosen = list(self.columns) if names is None else [n.lower() for n in names]
         total = Estimate.estimated(ROW_OVERHEAD_BYTES)
@@ -121,7 +134,7 @@ class RelationEstimate:
             total = total + (width if not width.is_absent else Estimate.estimated(DEFAULT_STRING_WIDTH))
         return total
 
-    def bytes(self, names: Optional[Iterable[str]] = None) -> Estimate:
+    def bytes(self, names: Iterable[str] | None = None) -> Estimate:
         return self.rows * self.width(names)
 
 
@@ -130,7 +143,7 @@ def _cap_ndv(column: ColumnEstimate, rows: Estimate) -> ColumnEstimate:
 
 
 # --- Literal values, for ranges --------------------------------------------------------------
-def _as_number(value: Any) -> Optional[float]:
+def _as_number(value: Any) -> float | None:
     """Numbers as they are, dates and timestamps as days since the epoch, anything else None."""
     if isinstance(value, bool) or value is None:
         return None
@@ -154,7 +167,7 @@ def _as_number(value: Any) -> Optional[float]:
     return None
 
 
-def literal_value(node: exp.Expression) -> Tuple[bool, Any]:
+def literal_value(node: exp.Expression) -> tuple[bool, Any]:
     """(is a constant, its Python value) for literals, negated numbers, typed date literals."""
     if isinstance(node, exp.Paren):
         return literal_value(node.this)
@@ -199,7 +212,7 @@ def _equality(column: ColumnEstimate, value: Any) -> float:
     return min(rest_fraction / rest_ndv, 1.0) if hot else non_null / column.ndv.value
 
 
-def _fraction_below(column: ColumnEstimate, value: Any) -> Optional[float]:
+def _fraction_below(column: ColumnEstimate, value: Any) -> float | None:
     """Share of non-null rows with column < value, from the histogram, else from min/max."""
     v = _as_number(value)
     if v is None:
@@ -247,21 +260,26 @@ _RANGE_OPS = {exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 class Estimator:
     """Estimates rows and column statistics of every query block of one qualified query."""
 
-    def __init__(self, root: exp.Expression, schema: Dict[str, Dict[str, Dict[str, str]]], statistics: StatsCatalog):
-        self.schema = {db.lower(): {t.lower(): {c.lower(): ty for c, ty in cols.items()} for t, cols in ts.items()} for db, ts in schema.items()}
+    def __init__(self, root: exp.Expression, schema: dict[str, dict[str, dict[str, str]]], statistics: StatsCatalog):
+        self.schema = {
+            db.lower(): {t.lower(): {c.lower(): ty for c, ty in cols.items()} for t, cols in ts.items()}
+            for db, ts in schema.items()
+        }
         self.statistics = statistics
-        self.scopes: Dict[int, Scope] = {id(s.expression): s for s in traverse_scope(root)}
-        self._memo: Dict[int, RelationEstimate] = {}
-        self.used: Dict[str, Dict[str, Any]] = {}  # statistics consulted, for the report
+        self.scopes: dict[int, Scope] = {id(s.expression): s for s in traverse_scope(root)}
+        self._memo: dict[int, RelationEstimate] = {}
+        self.used: dict[str, dict[str, Any]] = {}  # statistics consulted, for the report
 
     # -- sources ------------------------------------------------------------------------------
     def table(self, table: exp.Table) -> RelationEstimate:
         name = ".".join(p for p in (table.db, table.name) if p).lower()
         types = self.schema.get(table.db.lower(), {}).get(table.name.lower(), {}) if table.db else {}
-        stats: Optional[TableStats] = self.statistics.get(name)
+        stats: TableStats | None = self.statistics.get(name)
         if stats is None:
             self.used[name] = {"precision": "absent"}
-            return RelationEstimate(Estimate.absent(), {c: ColumnEstimate(width=column_width(t), data_type=t) for c, t in types.items()})
+            return RelationEstimate(
+                Estimate.absent(), {c: ColumnEstimate(width=column_width(t), data_type=t) for c, t in types.items()}
+            )
         self.used[name] = {"precision": stats.row_count.precision.name.lower(), "rows": stats.row_count.value}
         columns = {c: ColumnEstimate.from_stats(stats.column(c), stats.row_count, t) for c, t in types.items()}
         return RelationEstimate(stats.row_count, columns)
@@ -318,7 +336,7 @@ class Estimator:
             ok, n = literal_value(limit.expression)
             if ok and isinstance(n, (int, float)):
                 rows = rows.capped(Estimate.exact(n)) if not rows.is_absent else rows
-        columns: Dict[str, ColumnEstimate] = {}
+        columns: dict[str, ColumnEstimate] = {}
         for projection in select.selects:
             inner = projection.unalias()
             if isinstance(inner, exp.Column):
@@ -329,11 +347,13 @@ class Estimator:
                 columns[projection.alias_or_name.lower()] = ColumnEstimate(width=width, data_type=dtype)
         return RelationEstimate(rows, columns)
 
-    def group_rows(self, relation: RelationEstimate, keys: List[exp.Expression], scope: Optional[Scope] = None) -> Estimate:
+    def group_rows(
+        self, relation: RelationEstimate, keys: list[exp.Expression], scope: Scope | None = None
+    ) -> Estimate:
         """min(product of key NDVs, input rows); without every key's NDV, the input rows (no guess).
         Given the block's scope, the keys of one FROM item together have at most as many distinct
         values as that item has rows (GROUP BY o.orderkey, o.custkey: at most |orders| groups)."""
-        per_alias: Dict[str, float] = {}
+        per_alias: dict[str, float] = {}
         for key in keys:
             if isinstance(key, exp.Column):
                 ndv = relation.column(f"{key.table}.{key.name}").ndv
@@ -369,8 +389,9 @@ class Estimator:
                 acc = RelationEstimate(acc.rows * self.selectivity(predicate, acc), acc.columns)
         return acc
 
-    def join_steps(self, scope: Scope, first_node: Optional[exp.Expression] = None,
-                   joins: Optional[List[exp.Join]] = None) -> List[RelationEstimate]:
+    def join_steps(
+        self, scope: Scope, first_node: exp.Expression | None = None, joins: list[exp.Join] | None = None
+    ) -> list[RelationEstimate]:
         """Estimates after the first source and after each join, in written (left-deep) order;
         columns keyed `alias.column`. By default the block's FROM and joins; a nested join
         `(a JOIN b ON ...)` passes its own first relation and joins."""
@@ -390,14 +411,19 @@ class Estimator:
             on = conjuncts(join.args.get("on"))
             if not join.side and (join.kind or "").upper() in ("", "INNER", "CROSS"):
                 # A comma join's keys are in WHERE: FROM a, b WHERE a.k = b.k is a join on k.
-                on += [p for p in where_conjuncts if _equi_pair(p) and alias in _aliases_of(p)
-                       and _aliases_of(p) - {alias} <= joined]
+                on += [
+                    p
+                    for p in where_conjuncts
+                    if _equi_pair(p) and alias in _aliases_of(p) and _aliases_of(p) - {alias} <= joined
+                ]
             acc = self.join(acc, right, alias, join, on)
             joined.add(alias)
             steps.append(acc)
         return steps
 
-    def relation_in_join(self, scope: Scope, node: exp.Expression, where_conjuncts: List[exp.Expression]) -> RelationEstimate:
+    def relation_in_join(
+        self, scope: Scope, node: exp.Expression, where_conjuncts: list[exp.Expression]
+    ) -> RelationEstimate:
         """One FROM/JOIN item with its local WHERE filters: a relation, or a nested join."""
         nested = nested_join(node)
         if nested is not None:
@@ -405,7 +431,7 @@ class Estimator:
         alias = node.alias_or_name
         return _prefixed(self.filtered_source(scope, alias, where_conjuncts), alias)
 
-    def build_side(self, scope: Scope, alias: str, join: Optional[exp.Join] = None) -> RelationEstimate:
+    def build_side(self, scope: Scope, alias: str, join: exp.Join | None = None) -> RelationEstimate:
         """One relation as a join's build side would hold it: its WHERE and ON filters applied
         (ON filters only when the join is inner or this is the null-supplying side)."""
         where = scope.expression.args.get("where")
@@ -413,10 +439,12 @@ class Estimator:
         if join is not None and (join.side or "").upper() in ("", "LEFT") and _source_alias(join) == alias:
             local = [p for p in conjuncts(join.args.get("on")) if _aliases_of(p) == {alias}]
             if local:
-                relation = RelationEstimate(relation.rows * self.conjunction_selectivity(local, relation), relation.columns)
+                relation = RelationEstimate(
+                    relation.rows * self.conjunction_selectivity(local, relation), relation.columns
+                )
         return relation
 
-    def filtered_source(self, scope: Scope, alias: str, conjuncts: List[exp.Expression]) -> RelationEstimate:
+    def filtered_source(self, scope: Scope, alias: str, conjuncts: list[exp.Expression]) -> RelationEstimate:
         """One source with the WHERE conjuncts that read only it applied (local predicates)."""
         relation = self.source(scope, alias)
         local = [p for p in conjuncts if _aliases_of(p) == {alias}]
@@ -424,7 +452,9 @@ class Estimator:
         rows = relation.rows * selectivity if selectivity != 1.0 else relation.rows
         return RelationEstimate(rows, {k: _cap_ndv(c, rows) for k, c in relation.columns.items()})
 
-    def join(self, left: RelationEstimate, right: RelationEstimate, alias: str, join: exp.Join, on: List[exp.Expression]) -> RelationEstimate:
+    def join(
+        self, left: RelationEstimate, right: RelationEstimate, alias: str, join: exp.Join, on: list[exp.Expression]
+    ) -> RelationEstimate:
         side, kind = (join.side or "").upper(), (join.kind or "").upper()
         # ON conjuncts reading only the new relation filter it first (inner joins and the
         # null-supplying side of outer joins alike).
@@ -451,7 +481,9 @@ class Estimator:
         columns = {**left.columns, **right.columns}
         return RelationEstimate(rows, {k: _cap_ndv(c, rows) for k, c in columns.items()})
 
-    def join_rows(self, left: RelationEstimate, right: RelationEstimate, keys: List[Tuple[exp.Column, exp.Column]]) -> Estimate:
+    def join_rows(
+        self, left: RelationEstimate, right: RelationEstimate, keys: list[tuple[exp.Column, exp.Column]]
+    ) -> Estimate:
         """|L| |R| / prod(max(NDV_l, NDV_r)); without key NDVs, max(|L|, |R|) (a key/foreign-key guess)."""
         if left.rows.is_absent or right.rows.is_absent:
             return Estimate.absent()
@@ -460,8 +492,16 @@ class Estimator:
         rows = left.rows * right.rows
         divisors = []
         for a, b in keys:
-            ca = left.column(f"{a.table}.{a.name}") if f"{a.table}.{a.name}".lower() in left.columns else right.column(f"{a.table}.{a.name}")
-            cb = right.column(f"{b.table}.{b.name}") if f"{b.table}.{b.name}".lower() in right.columns else left.column(f"{b.table}.{b.name}")
+            ca = (
+                left.column(f"{a.table}.{a.name}")
+                if f"{a.table}.{a.name}".lower() in left.columns
+                else right.column(f"{a.table}.{a.name}")
+            )
+            cb = (
+                right.column(f"{b.table}.{b.name}")
+                if f"{b.table}.{b.name}".lower() in right.columns
+                else left.column(f"{b.table}.{b.name}")
+            )
             if ca.ndv.is_absent or cb.ndv.is_absent:
                 return Estimate.estimated(max(left.rows.value, right.rows.value))
             divisors.append(max(ca.ndv.value, cb.ndv.value, 1.0))
@@ -471,11 +511,11 @@ class Estimator:
         return rows.at_least(1.0)
 
     # -- predicates ---------------------------------------------------------------------------
-    def conjunction_selectivity(self, predicates: List[exp.Expression], relation: RelationEstimate) -> float:
+    def conjunction_selectivity(self, predicates: list[exp.Expression], relation: RelationEstimate) -> float:
         """AND of predicates. Range bounds on one column form one interval (a > x AND a < y is
         not two independent halves); everything else multiplies."""
         selectivity = 1.0
-        bounds: Dict[str, Dict[str, List[Tuple[Any, exp.Expression]]]] = {}
+        bounds: dict[str, dict[str, list[tuple[Any, exp.Expression]]]] = {}
         for predicate in predicates:
             bound = _range_bound(predicate)
             if bound is None:
@@ -563,7 +603,7 @@ class Estimator:
         return DEFAULT_SELECTIVITY
 
     @staticmethod
-    def _column_and_value(p: exp.Binary) -> Tuple[Optional[exp.Column], Any]:
+    def _column_and_value(p: exp.Binary) -> tuple[exp.Column | None, Any]:
         for column, other in ((p.this, p.expression), (p.expression, p.this)):
             if isinstance(column, exp.Column):
                 ok, value = literal_value(other)
@@ -595,7 +635,7 @@ def _max(a: Estimate, b: Estimate) -> Estimate:
     return a if a.value >= b.value else Estimate(b.value, min(a.precision, b.precision))
 
 
-def _conjuncts(predicate: Optional[exp.Expression]) -> Iterable[exp.Expression]:
+def _conjuncts(predicate: exp.Expression | None) -> Iterable[exp.Expression]:
     if predicate is None:
         return []
     node = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
@@ -604,19 +644,23 @@ def _conjuncts(predicate: Optional[exp.Expression]) -> Iterable[exp.Expression]:
     return [node]
 
 
-def conjuncts(predicate: Optional[exp.Expression]) -> List[exp.Expression]:
+def conjuncts(predicate: exp.Expression | None) -> list[exp.Expression]:
     return list(_conjuncts(predicate))
 
 
 def _aliases_of(predicate: exp.Expression) -> set:
     """Table aliases a predicate reads in its own block (columns inside its subqueries excluded)."""
-    return {column.table for column in predicate.find_all(exp.Column) if column.table and not inside_query(column, predicate)}
+    return {
+        column.table
+        for column in predicate.find_all(exp.Column)
+        if column.table and not inside_query(column, predicate)
+    }
 
 
 aliases_of = _aliases_of
 
 
-def _range_bound(predicate: exp.Expression) -> Optional[Tuple[str, str, Any]]:
+def _range_bound(predicate: exp.Expression) -> tuple[str, str, Any] | None:
     """(`alias.column`, "lower"/"upper", value) for `column <op> literal` range predicates."""
     p = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
     if type(p) not in _RANGE_OPS:
@@ -634,8 +678,12 @@ def _range_bound(predicate: exp.Expression) -> Optional[Tuple[str, str, Any]]:
     return f"{column.table}.{column.name}".lower(), ("lower" if op in (">", ">=") else "upper"), value
 
 
-def _equi_pair(predicate: exp.Expression) -> Optional[Tuple[exp.Column, exp.Column]]:
-    if isinstance(predicate, exp.EQ) and isinstance(predicate.this, exp.Column) and isinstance(predicate.expression, exp.Column):
+def _equi_pair(predicate: exp.Expression) -> tuple[exp.Column, exp.Column] | None:
+    if (
+        isinstance(predicate, exp.EQ)
+        and isinstance(predicate.this, exp.Column)
+        and isinstance(predicate.expression, exp.Column)
+    ):
         if predicate.this.table and predicate.expression.table and predicate.this.table != predicate.expression.table:
             return predicate.this, predicate.expression
     return None
@@ -644,14 +692,19 @@ def _equi_pair(predicate: exp.Expression) -> Optional[Tuple[exp.Column, exp.Colu
 equi_pair = _equi_pair
 
 
-def nested_join(node: exp.Expression) -> Optional[exp.Table]:
+def nested_join(node: exp.Expression) -> exp.Table | None:
     """`(a JOIN b ON ...)` in a FROM or JOIN: the first relation, which carries the nested joins."""
-    if isinstance(node, exp.Subquery) and not node.alias and isinstance(node.this, exp.Table) and node.this.args.get("joins"):
+    if (
+        isinstance(node, exp.Subquery)
+        and not node.alias
+        and isinstance(node.this, exp.Table)
+        and node.this.args.get("joins")
+    ):
         return node.this
     return None
 
 
-def _source_alias(node: Optional[exp.Expression]) -> str:
+def _source_alias(node: exp.Expression | None) -> str:
     if node is None:
         return ""
     source = node.this

@@ -11,8 +11,6 @@ dbt.adapters.hiveopt.optimizer.invariants.InvariantViolation: output columns cha
 
 from __future__ import annotations
 
-from typing import List
-
 import sqlglot
 from sqlglot import exp
 
@@ -24,7 +22,7 @@ class InvariantViolation(AssertionError):
     pass
 
 
-def check_invariants(expression: exp.Expression, expected_names: List[str]) -> None:
+def check_invariants(expression: exp.Expression, expected_names: list[str]) -> None:
     names = output_names(expression)
     if names != expected_names:
         raise InvariantViolation(f"output columns changed: {expected_names} -> {names}")

@@ -18,7 +18,6 @@ span relations are kept with the set of nodes they need.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from sqlglot import exp
 
@@ -38,29 +37,29 @@ class Edge:
     right_column: exp.Column = None
 
     @property
-    def columns(self) -> Tuple[exp.Column, exp.Column]:
+    def columns(self) -> tuple[exp.Column, exp.Column]:
         return self.left_column, self.right_column
 
 
 @dataclass
 class JoinGraph:
     select: exp.Select
-    aliases: List[str]                       # the run's relations, in written order
-    sources: Dict[str, exp.Expression]       # alias -> the FROM/JOIN source node as written
-    edges: List[Edge] = field(default_factory=list)
+    aliases: list[str]  # the run's relations, in written order
+    sources: dict[str, exp.Expression]  # alias -> the FROM/JOIN source node as written
+    edges: list[Edge] = field(default_factory=list)
     # Predicates spanning relations that are not equi-join edges: placed where all they read is joined.
-    complex_predicates: List[Tuple[FrozenSet[str], exp.Expression]] = field(default_factory=list)
+    complex_predicates: list[tuple[frozenset[str], exp.Expression]] = field(default_factory=list)
     # ON conjuncts of inner joins that read a single relation: they become WHERE conjuncts.
-    local_on_predicates: List[exp.Expression] = field(default_factory=list)
+    local_on_predicates: list[exp.Expression] = field(default_factory=list)
     # WHERE conjuncts moved into the run's ON clauses (join predicates written in WHERE).
-    moved_from_where: List[exp.Expression] = field(default_factory=list)
-    run_length: int = 0                      # number of joins of select.args["joins"] in the run
-    start: int = 0                           # index of the run's first join (after the prefix)
+    moved_from_where: list[exp.Expression] = field(default_factory=list)
+    run_length: int = 0  # number of joins of select.args["joins"] in the run
+    start: int = 0  # index of the run's first join (after the prefix)
     # The prefix of a run after a barrier: its first relation and its joins, as written.
-    prefix: Optional[Tuple[exp.Expression, List[exp.Join]]] = None
-    prefix_aliases: FrozenSet[str] = frozenset()
-    barrier: Optional[str] = None            # why the run ends before the last join, if it does
-    blocked: Optional[str] = None            # why the run cannot be reordered at all, if it cannot
+    prefix: tuple[exp.Expression, list[exp.Join]] | None = None
+    prefix_aliases: frozenset[str] = frozenset()
+    barrier: str | None = None  # why the run ends before the last join, if it does
+    blocked: str | None = None  # why the run cannot be reordered at all, if it cannot
 
     def node_of(self, alias: str) -> str:
         """The node a relation alias belongs to: itself, or the prefix."""
@@ -68,8 +67,12 @@ class JoinGraph:
 
 
 def _is_inner(join: exp.Join) -> bool:
-    return (join.side or "").upper() == "" and (join.kind or "").upper() in INNER_KINDS and not join.args.get("using") \
+    return (
+        (join.side or "").upper() == ""
+        and (join.kind or "").upper() in INNER_KINDS
+        and not join.args.get("using")
         and (join.args.get("method") or "").upper() != "NATURAL"
+    )
 
 
 def _movable(predicate: exp.Expression) -> bool:
@@ -79,13 +82,15 @@ def _movable(predicate: exp.Expression) -> bool:
     )
 
 
-def _barrier(join: exp.Join) -> Optional[str]:
+def _barrier(join: exp.Join) -> str | None:
     if not _is_inner(join) or isinstance(join.this, exp.Unnest) or join.args.get("method"):
-        return f"{(join.side or join.kind or join.args.get('method') or 'special').upper()} join of {source_alias(join)}"
+        return (
+            f"{(join.side or join.kind or join.args.get('method') or 'special').upper()} join of {source_alias(join)}"
+        )
     return None
 
 
-def next_run_start(select: exp.Select, after: int) -> Optional[int]:
+def next_run_start(select: exp.Select, after: int) -> int | None:
     """Index of the first join of the next run after the joins before `after`, if any."""
     joins = select.args.get("joins") or []
     for i in range(after, len(joins)):
@@ -94,7 +99,7 @@ def next_run_start(select: exp.Select, after: int) -> Optional[int]:
     return None
 
 
-def build_join_graph(select: exp.Select, start: int = 0) -> Optional[JoinGraph]:
+def build_join_graph(select: exp.Select, start: int = 0) -> JoinGraph | None:
     """The graph of the run starting at join `start` (0: the leading run), or None."""
     joins = select.args.get("joins") or []
     from_ = select.args.get("from_")
@@ -120,12 +125,20 @@ def build_join_graph(select: exp.Select, start: int = 0) -> Optional[JoinGraph]:
         run_length += 1
     if start > 0 or select.args.get("laterals"):
         barrier = barrier or ("lateral view" if select.args.get("laterals") else "a join before the run")
-    graph = JoinGraph(select=select, aliases=aliases, sources=sources, run_length=run_length, barrier=barrier,
-                      start=start, prefix=prefix, prefix_aliases=prefix_aliases)
+    graph = JoinGraph(
+        select=select,
+        aliases=aliases,
+        sources=sources,
+        run_length=run_length,
+        barrier=barrier,
+        start=start,
+        prefix=prefix,
+        prefix_aliases=prefix_aliases,
+    )
     members = set(aliases)
 
-    candidates: List[Tuple[exp.Expression, bool]] = []
-    for join in joins[start:start + run_length]:
+    candidates: list[tuple[exp.Expression, bool]] = []
+    for join in joins[start : start + run_length]:
         candidates += [(p, False) for p in conjuncts(join.args.get("on"))]
     where = select.args.get("where")
     if where is not None and barrier is None:

@@ -27,7 +27,8 @@ import datetime as _dt
 import decimal
 import math
 import re
-from typing import Any, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import Any
 
 from sqlglot import exp
 
@@ -43,11 +44,11 @@ _ISO_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6
 _INTEGER_TEXT = re.compile(r"^[+-]?\d+$")
 
 
-def base_type(data_type: Optional[str]) -> str:
+def base_type(data_type: str | None) -> str:
     return (data_type or "").split("(")[0].split("<")[0].strip().lower()
 
 
-def _decimal_shape(data_type: str) -> Tuple[int, int]:
+def _decimal_shape(data_type: str) -> tuple[int, int]:
     """(precision, scale) of `decimal(p,s)`; Spark's bare DECIMAL is decimal(10,0)."""
     found = re.search(r"\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)", data_type)
     if not found:
@@ -55,7 +56,7 @@ def _decimal_shape(data_type: str) -> Tuple[int, int]:
     return int(found.group(1)), int(found.group(2) or 0)
 
 
-def typed_value(value: Any, data_type: Optional[str]) -> Tuple[Any, Optional[str]]:
+def typed_value(value: Any, data_type: str | None) -> tuple[Any, str | None]:
     """(the value as the column's type holds it, None), or (None, why it is refused).
 
     Accepted: ints (in range) for integral columns, integral text too; numbers for decimals that
@@ -138,7 +139,7 @@ def typed_value(value: Any, data_type: Optional[str]) -> Tuple[Any, Optional[str
     return None, f"no literal of type {data_type or 'unknown'}"
 
 
-def literal_for(value: Any, data_type: Optional[str]) -> Optional[exp.Expression]:
+def literal_for(value: Any, data_type: str | None) -> exp.Expression | None:
     """The literal of `value` for a column of `data_type`; None when the value is NULL or does not
     convert to a value of that type (see typed_value)."""
     typed, problem = typed_value(value, data_type)
@@ -159,16 +160,16 @@ def literal_for(value: Any, data_type: Optional[str]) -> Optional[exp.Expression
     return exp.cast(exp.Literal.string(text), _TEMPORAL[base])
 
 
-def key_literals(values: Sequence[Any], data_type: Optional[str]) -> Tuple[List[exp.Expression], List[str]]:
+def key_literals(values: Sequence[Any], data_type: str | None) -> tuple[list[exp.Expression], list[str]]:
     """Literals for the values that convert (each once), and why each other value was dropped.
 
     >>> literals, dropped = key_literals([None, "hot", "hot", 5], "string")
     >>> [l.sql("spark") for l in literals], dropped
     (["'hot'", "'5'"], ['NULL is never a key value'])
     """
-    literals: List[exp.Expression] = []
+    literals: list[exp.Expression] = []
     seen = set()
-    dropped: List[str] = []
+    dropped: list[str] = []
     for value in values:
         typed, problem = typed_value(value, data_type)
         if problem is not None:

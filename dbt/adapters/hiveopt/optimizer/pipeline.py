@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from typing import Callable, Optional, Tuple
+from collections.abc import Callable
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
@@ -28,15 +28,15 @@ from dbt.adapters.hiveopt.optimizer.rules.merge_correlated_aggregates import mer
 from dbt.adapters.hiveopt.optimizer.rules.merge_sibling_aggregates import merge_sibling_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import prune_partitions_from_small_side
 from dbt.adapters.hiveopt.optimizer.rules.reorder_joins import reorder_joins
-from dbt.adapters.hiveopt.optimizer.rules.rewrite_skew_joins import rewrite_skew_joins
 from dbt.adapters.hiveopt.optimizer.rules.reuse_repeated_subqueries import reuse_repeated_subqueries
+from dbt.adapters.hiveopt.optimizer.rules.rewrite_skew_joins import rewrite_skew_joins
 from dbt.adapters.hiveopt.optimizer.rules.select_join_algorithms import select_join_algorithms
 
 Rule = Callable[..., exp.Expression]
 
 # The rules, in order. Each line says why it stands where it does. Qualification (resolving
 # every column to its relation) runs before all of them in prepare_query.
-RULES: Tuple[Tuple[str, Rule], ...] = (
+RULES: tuple[tuple[str, Rule], ...] = (
     # First: it removes a relation (or a subquery) from a block, so the join rules after it plan
     # the block that will actually run, not the one that reads the input twice.
     ("merge_correlated_aggregates", merge_correlated_aggregates),
@@ -104,9 +104,11 @@ def needs_statistics(expression: exp.Expression, config: OptimizerConfig, materi
         rules = [name for name in RULE_NAMES if name not in CHOSEN_FROM_TODAYS_DATA and config.rule_enabled(name)]
         return bool(rules) and (
             expression.find(exp.Subquery, exp.CTE) is not None
-            or any(len(select.args.get("joins") or []) >= 2 for select in expression.find_all(exp.Select)))
+            or any(len(select.args.get("joins") or []) >= 2 for select in expression.find_all(exp.Select))
+        )
     return any(config.rule_enabled(name) for name in RULE_NAMES) and (
-        expression.find(exp.Join) is not None or expression.find(exp.Subquery) is not None)
+        expression.find(exp.Join) is not None or expression.find(exp.Subquery) is not None
+    )
 
 
 NOTHING_TO_REWRITE = "no join or subquery"
@@ -128,7 +130,7 @@ def _arguments(rule: Rule, available: dict) -> dict:
     return {name: value for name, value in available.items() if name in wanted}
 
 
-def _block_estimates(expression: exp.Expression, context: OptimizerContext) -> Tuple[dict, dict]:
+def _block_estimates(expression: exp.Expression, context: OptimizerContext) -> tuple[dict, dict]:
     estimator = Estimator(expression, context.schema, context.statistics)
     blocks = {}
     for i, scope in enumerate(traverse_scope(expression)):
@@ -137,7 +139,7 @@ def _block_estimates(expression: exp.Expression, context: OptimizerContext) -> T
     return blocks, estimator.used
 
 
-def optimize(sql: str, context: OptimizerContext, prepared: Optional[PreparedQuery] = None) -> OptimizedQuery:
+def optimize(sql: str, context: OptimizerContext, prepared: PreparedQuery | None = None) -> OptimizedQuery:
     """`prepared`: `prepare_query(sql, context.schema, context.default_db)` when the caller has
     prepared the query already (the adapter does, to find the keys to gather statistics for); the
     rules work on copies of it."""
@@ -173,19 +175,28 @@ def optimize(sql: str, context: OptimizerContext, prepared: Optional[PreparedQue
             continue
         log = DecisionLog(name)
         if context.materialization in STORED_DEFINITIONS and name in CHOSEN_FROM_TODAYS_DATA:
-            log.skipped(f"materialized as {context.materialization}: a stored definition does not fix "
-                        f"{CHOSEN_FROM_TODAYS_DATA[name]} chosen from today's data (Spark chooses when it is read)")
+            log.skipped(
+                f"materialized as {context.materialization}: a stored definition does not fix "
+                f"{CHOSEN_FROM_TODAYS_DATA[name]} chosen from today's data (Spark chooses when it is read)"
+            )
             run.decisions = log.decisions
             continue
         if name in excluded:
-            log.skipped(f"{excluded[name]} rewrote this query, and the two exclude each other (Hive: correlation "
-                        "optimizer vs compile-time skew join)")
+            log.skipped(
+                f"{excluded[name]} rewrote this query, and the two exclude each other (Hive: correlation "
+                "optimizer vs compile-time skew join)"
+            )
             run.decisions = log.decisions
             continue
         available = dict(
-            schema=context.schema, statistics=context.statistics, config=context.config,
-            materialization=context.materialization, bucketing=context.bucketing, log=log,
-            partitioning=context.partitioning, fetched_values=context.fetched_values,
+            schema=context.schema,
+            statistics=context.statistics,
+            config=context.config,
+            materialization=context.materialization,
+            bucketing=context.bucketing,
+            log=log,
+            partitioning=context.partitioning,
+            fetched_values=context.fetched_values,
         )
         rule_started = time.perf_counter()
         try:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set
 
 import sqlglot
 from sqlglot import exp
@@ -35,8 +34,10 @@ NONDETERMINISTIC_FUNCTIONS = {"rand", "random", "randn", "uuid", "shuffle", "mon
 
 def deterministic(node: exp.Expression) -> bool:
     """No non-deterministic function anywhere under `node`: two evaluations give the same rows."""
-    return not any(f.name.lower() in NONDETERMINISTIC_FUNCTIONS or f.sql_name().lower() in NONDETERMINISTIC_FUNCTIONS
-                   for f in node.find_all(exp.Func))
+    return not any(
+        f.name.lower() in NONDETERMINISTIC_FUNCTIONS or f.sql_name().lower() in NONDETERMINISTIC_FUNCTIONS
+        for f in node.find_all(exp.Func)
+    )
 
 
 class UnsupportedQuery(Exception):
@@ -46,8 +47,8 @@ class UnsupportedQuery(Exception):
 @dataclass
 class PreparedQuery:
     expression: exp.Query
-    output_names: List[str]
-    tables: List[str]  # physical tables read, `db.table`, lowercase
+    output_names: list[str]
+    tables: list[str]  # physical tables read, `db.table`, lowercase
 
 
 def parse_query(sql: str) -> exp.Query:
@@ -67,10 +68,10 @@ def parse_query(sql: str) -> exp.Query:
     return statement
 
 
-def physical_tables(expression: exp.Expression) -> List[str]:
+def physical_tables(expression: exp.Expression) -> list[str]:
     """`db.table` names read by the query (CTE references excluded), lowercase, in order."""
     cte_names = {cte.alias_or_name.lower() for cte in expression.find_all(exp.CTE)}
-    seen: List[str] = []
+    seen: list[str] = []
     for table in expression.find_all(exp.Table):
         if not table.name or isinstance(table.this, exp.Func) or table.find_ancestor(exp.Hint):
             continue  # table-valued functions, VALUES, names inside hints
@@ -92,7 +93,7 @@ def outermost_select(expression: exp.Expression) -> exp.Select:
     return node
 
 
-def output_names(expression: exp.Expression) -> List[str]:
+def output_names(expression: exp.Expression) -> list[str]:
     return [p.alias_or_name for p in outermost_select(expression).selects]
 
 
@@ -107,9 +108,7 @@ def _pin_output_names(select: exp.Select) -> None:
         if isinstance(inner, (exp.Column, exp.Star)):
             continue  # named by the catalog (stars are expanded from it)
         # Spark names an unaliased expression after its text; we cannot reproduce that name.
-        raise UnsupportedQuery(
-            f"output expression without an alias: {projection.sql(DIALECT)[:60]} (give it an alias)"
-        )
+        raise UnsupportedQuery(f"output expression without an alias: {projection.sql(DIALECT)[:60]} (give it an alias)")
 
 
 def _guard_star_over_using(expression: exp.Expression) -> None:
@@ -118,8 +117,10 @@ def _guard_star_over_using(expression: exp.Expression) -> None:
     for select in expression.find_all(exp.Select):
         joins = select.args.get("joins") or []
         merged_keys = any(j.args.get("using") or (j.args.get("method") or "").upper() == "NATURAL" for j in joins)
-        star = any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star))
-                   for p in select.selects)
+        star = any(
+            isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star))
+            for p in select.selects
+        )
         if merged_keys and star:
             raise UnsupportedQuery("a star over a USING or NATURAL join (Spark orders its columns its own way)")
 
@@ -156,8 +157,10 @@ def _guard_invented_field_access(original: exp.Expression, qualified: exp.Expres
     dbt.adapters.hiveopt.optimizer.prepare.UnsupportedQuery: cannot qualify: a column read as a field of another column (a SEMI or ANTI join's alias that is also a column name)
     """
     if len(list(qualified.find_all(exp.Dot))) > len(list(original.find_all(exp.Dot))):
-        raise UnsupportedQuery("cannot qualify: a column read as a field of another column (a SEMI or ANTI join's "
-                               "alias that is also a column name)")
+        raise UnsupportedQuery(
+            "cannot qualify: a column read as a field of another column (a SEMI or ANTI join's "
+            "alias that is also a column name)"
+        )
 
 
 def _unquote_safe_identifiers(expression: exp.Expression) -> None:
@@ -166,8 +169,12 @@ def _unquote_safe_identifiers(expression: exp.Expression) -> None:
             identifier.set("quoted", False)
 
 
-def prepare_query(sql: str, schema: Dict[str, Dict[str, Dict[str, str]]], default_db: Optional[str] = None,
-                  parsed: Optional[exp.Query] = None) -> PreparedQuery:
+def prepare_query(
+    sql: str,
+    schema: dict[str, dict[str, dict[str, str]]],
+    default_db: str | None = None,
+    parsed: exp.Query | None = None,
+) -> PreparedQuery:
     """Parse, check the schema covers every table, qualify every column, keep the output names.
     `parsed`: `parse_query(sql)` when the caller has it already (it is not modified)."""
     original = parsed if parsed is not None else parse_query(sql)
@@ -219,9 +226,9 @@ def select_scopes(expression: exp.Expression):
     return [s for s in traverse_scope(expression) if isinstance(s.expression, exp.Select)]
 
 
-def referenced_columns(expression: exp.Expression) -> Dict[str, Set[str]]:
+def referenced_columns(expression: exp.Expression) -> dict[str, set[str]]:
     """Columns each physical table contributes, by `db.table`: drives what the collector details."""
-    out: Dict[str, Set[str]] = {}
+    out: dict[str, set[str]] = {}
     for scope in traverse_scope(expression):
         for column in scope.columns:
             source = scope.sources.get(column.table)
@@ -231,7 +238,7 @@ def referenced_columns(expression: exp.Expression) -> Dict[str, Set[str]]:
     return out
 
 
-def key_columns(expression: exp.Expression) -> Dict[str, Set[str]]:
+def key_columns(expression: exp.Expression) -> dict[str, set[str]]:
     """Columns used as join or filter keys (ON, WHERE), by physical `db.table`: the collector
     gathers heavy hitters and histograms for these. Not GROUP BY: a group count comes from NDVs
     only, and detailing a string column only grouped on cost a second pass over the table
@@ -243,7 +250,7 @@ def key_columns(expression: exp.Expression) -> Dict[str, Set[str]]:
     >>> sorted((table, sorted(columns)) for table, columns in keys.items())
     [('db.t', ['k']), ('db.u', ['d', 'k'])]
     """
-    out: Dict[str, Set[str]] = {}
+    out: dict[str, set[str]] = {}
     for scope in traverse_scope(expression):
         select = scope.expression
         if not isinstance(select, exp.Select):

@@ -22,14 +22,23 @@ down to 6. Anything else (division, functions, doubles) is "unknown": the caller
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional, Tuple
+from collections.abc import Callable
 
 from sqlglot import exp
 
 MAX_PRECISION = 38
 MINIMUM_ADJUSTED_SCALE = 6
 SUM_EXTRA_DIGITS = 10
-INTEGRAL_DIGITS = {"tinyint": 3, "byte": 3, "smallint": 5, "short": 5, "int": 10, "integer": 10, "bigint": 20, "long": 20}
+INTEGRAL_DIGITS = {
+    "tinyint": 3,
+    "byte": 3,
+    "smallint": 5,
+    "short": 5,
+    "int": 10,
+    "integer": 10,
+    "bigint": 20,
+    "long": 20,
+}
 INTEGRAL = "bigint"  # every integral expression sums to bigint, whatever its own width
 
 _DECIMAL = re.compile(r"^\s*(?:decimal|numeric|dec)\s*(?:\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\))?\s*$", re.IGNORECASE)
@@ -39,7 +48,7 @@ def decimal(precision: int, scale: int) -> str:
     return f"decimal({precision},{scale})"
 
 
-def parse_decimal(data_type: Optional[str]) -> Optional[Tuple[int, int]]:
+def parse_decimal(data_type: str | None) -> tuple[int, int] | None:
     """(precision, scale) of a decimal type string; Spark's bare DECIMAL is decimal(10,0)."""
     match = _DECIMAL.match(data_type or "")
     if not match:
@@ -47,7 +56,7 @@ def parse_decimal(data_type: Optional[str]) -> Optional[Tuple[int, int]]:
     return int(match.group(1) or 10), int(match.group(2) or 0)
 
 
-def _adjusted(precision: int, scale: int) -> Tuple[int, int]:
+def _adjusted(precision: int, scale: int) -> tuple[int, int]:
     if precision <= MAX_PRECISION:
         return precision, scale
     integer_digits = precision - scale
@@ -55,10 +64,10 @@ def _adjusted(precision: int, scale: int) -> Tuple[int, int]:
 
 
 # A type while typing an expression: ("integral", digits it takes as a decimal) or ("decimal", p, s).
-_Typed = Tuple
+_Typed = tuple
 
 
-def _typed(node: exp.Expression, column_type: Callable[[exp.Column], Optional[str]]) -> Optional[_Typed]:
+def _typed(node: exp.Expression, column_type: Callable[[exp.Column], str | None]) -> _Typed | None:
     if isinstance(node, (exp.Paren, exp.Neg)):
         return _typed(node.this, column_type)
     if isinstance(node, exp.Column):
@@ -97,7 +106,7 @@ def _typed(node: exp.Expression, column_type: Callable[[exp.Column], Optional[st
     return None
 
 
-def expression_type(node: exp.Expression, column_type: Callable[[exp.Column], Optional[str]]) -> Optional[str]:
+def expression_type(node: exp.Expression, column_type: Callable[[exp.Column], str | None]) -> str | None:
     """`bigint` for integral expressions, `decimal(p,s)` for decimal ones, None when unknown."""
     typed = _typed(node, column_type)
     if typed is None:
@@ -105,7 +114,7 @@ def expression_type(node: exp.Expression, column_type: Callable[[exp.Column], Op
     return INTEGRAL if typed[0] == "integral" else decimal(typed[1], typed[2])
 
 
-def sum_type(argument_type: Optional[str]) -> Optional[str]:
+def sum_type(argument_type: str | None) -> str | None:
     """The type of SUM over values of `argument_type` (None: not integral or decimal)."""
     if argument_type == INTEGRAL:
         return INTEGRAL
@@ -120,7 +129,7 @@ AVG_EXTRA_DIGITS = 4
 COUNT_AS_DECIMAL = "decimal(20,0)"  # Spark's Average divides by its count cast to DecimalType.LongDecimal
 
 
-def avg_type(argument_type: Optional[str]) -> Optional[str]:
+def avg_type(argument_type: str | None) -> str | None:
     """The type of AVG over decimal values (None otherwise: an integral or double AVG sums in
     double, whose value depends on the order of the additions)."""
     found = parse_decimal(argument_type)

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any
 
 
 class Precision(enum.IntEnum):
@@ -37,23 +38,23 @@ class Precision(enum.IntEnum):
 
 @dataclass(frozen=True)
 class Estimate:
-    value: Optional[float]
+    value: float | None
     precision: Precision
 
     @staticmethod
-    def exact(value: float) -> "Estimate":
+    def exact(value: float) -> Estimate:
         return Estimate(value, Precision.EXACT)
 
     @staticmethod
-    def estimated(value: float) -> "Estimate":
+    def estimated(value: float) -> Estimate:
         return Estimate(value, Precision.ESTIMATED)
 
     @staticmethod
-    def absent() -> "Estimate":
+    def absent() -> Estimate:
         return Estimate(None, Precision.ABSENT)
 
     @staticmethod
-    def of(value: Any, precision: Precision) -> "Estimate":
+    def of(value: Any, precision: Precision) -> Estimate:
         if value is None or precision == Precision.ABSENT:
             return Estimate.absent()
         return Estimate(float(value), precision)
@@ -62,7 +63,7 @@ class Estimate:
     def is_absent(self) -> bool:
         return self.precision == Precision.ABSENT or self.value is None
 
-    def _combine(self, other: Any, op) -> "Estimate":
+    def _combine(self, other: Any, op) -> Estimate:
         if isinstance(other, Estimate):
             if self.is_absent or other.is_absent:
                 return Estimate.absent()
@@ -74,20 +75,20 @@ class Estimate:
         # Multiplying by a (selectivity) constant turns a count into an estimate.
         return Estimate(op(self.value, float(other)), min(self.precision, Precision.ESTIMATED))
 
-    def __mul__(self, other: Any) -> "Estimate":
+    def __mul__(self, other: Any) -> Estimate:
         return self._combine(other, lambda a, b: a * b)
 
     __rmul__ = __mul__
 
-    def __add__(self, other: Any) -> "Estimate":
+    def __add__(self, other: Any) -> Estimate:
         return self._combine(other, lambda a, b: a + b)
 
     __radd__ = __add__
 
-    def __truediv__(self, other: Any) -> "Estimate":
+    def __truediv__(self, other: Any) -> Estimate:
         return self._combine(other, lambda a, b: a / b if b else a)
 
-    def capped(self, upper: "Estimate") -> "Estimate":
+    def capped(self, upper: Estimate) -> Estimate:
         """min(self, upper) when both are known; keeps self's precision."""
         if self.is_absent:
             return self
@@ -95,12 +96,12 @@ class Estimate:
             return self
         return Estimate(upper.value, min(self.precision, upper.precision))
 
-    def at_least(self, lower: float) -> "Estimate":
+    def at_least(self, lower: float) -> Estimate:
         if self.is_absent or self.value >= lower:
             return self
         return Estimate(float(lower), self.precision)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"value": self.value, "precision": self.precision.name.lower()}
 
 
@@ -141,14 +142,14 @@ def _value(raw: Any, what: str) -> Any:
     return raw
 
 
-def _heavy_hitters(raw: Any, what: str) -> Optional[List[Tuple[Any, float]]]:
+def _heavy_hitters(raw: Any, what: str) -> list[tuple[Any, float]] | None:
     """[[value, count], ...]; an entry whose value is NULL is left out (NULL keys never match a
     join, and no NULL may reach an IN-list built from these values)."""
     if raw is None:
         return None
     if not isinstance(raw, (list, tuple)):
         raise StatisticsError(f"{what}: not a list")
-    out: List[Tuple[Any, float]] = []
+    out: list[tuple[Any, float]] = []
     for entry in raw:
         if not isinstance(entry, (list, tuple)) or len(entry) != 2:
             raise StatisticsError(f"{what}: {entry!r} is not a [value, count] pair")
@@ -168,14 +169,14 @@ class ColumnStats:
     avg_width: Estimate = field(default_factory=Estimate.absent)
     min: Any = None
     max: Any = None
-    data_type: Optional[str] = None
+    data_type: str | None = None
     # [(value, count)], most frequent first; None = not gathered, [] = gathered, no heavy hitter.
-    heavy_hitters: Optional[List[Tuple[Any, float]]] = None
+    heavy_hitters: list[tuple[Any, float]] | None = None
     # equi-height boundaries (approx_percentile at evenly spaced ranks), None = not gathered.
-    histogram: Optional[List[Any]] = None
+    histogram: list[Any] | None = None
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], name: str = "column") -> "ColumnStats":
+    def from_dict(cls, data: Mapping[str, Any], name: str = "column") -> ColumnStats:
         """Raises StatisticsError for a payload that is not statistics."""
         if not isinstance(data, Mapping):
             raise StatisticsError(f"{name}: not a mapping")
@@ -194,11 +195,12 @@ class ColumnStats:
             data_type=data_type,
             heavy_hitters=_heavy_hitters(data.get("heavy_hitters"), f"{name}.heavy_hitters"),
             histogram=[v for v in (_value(v, f"{name}.histogram") for v in histogram) if v is not None]
-            if histogram is not None else None,
+            if histogram is not None
+            else None,
         )
 
-    def to_dict(self) -> Dict[str, Any]:
-        out: Dict[str, Any] = {
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
             "ndv": self.ndv.to_dict(),
             "null_count": self.null_count.to_dict(),
             "avg_width": self.avg_width.to_dict(),
@@ -217,14 +219,14 @@ class ColumnStats:
 class TableStats:
     row_count: Estimate = field(default_factory=Estimate.absent)
     size_bytes: Estimate = field(default_factory=Estimate.absent)
-    columns: Dict[str, ColumnStats] = field(default_factory=dict)
-    fingerprint: Optional[str] = None
-    collected_at: Optional[str] = None
+    columns: dict[str, ColumnStats] = field(default_factory=dict)
+    fingerprint: str | None = None
+    collected_at: str | None = None
     # Set by the statistics store when the table changed since collection: not to be trusted.
     stale: bool = False
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "TableStats":
+    def from_dict(cls, data: Mapping[str, Any]) -> TableStats:
         """Raises StatisticsError for a payload that is not statistics (the store skips it)."""
         if not isinstance(data, Mapping):
             raise StatisticsError("not a mapping")
@@ -240,7 +242,7 @@ class TableStats:
             stale=bool(data.get("stale", False)),
         )
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "row_count": self.row_count.to_dict(),
             "size_bytes": self.size_bytes.to_dict(),
@@ -257,26 +259,26 @@ class TableStats:
 class StatsCatalog:
     """Statistics by table name (`db.table`, case-insensitive). Unknown tables are None."""
 
-    def __init__(self, tables: Optional[Mapping[str, TableStats]] = None):
-        self._tables: Dict[str, TableStats] = {}
+    def __init__(self, tables: Mapping[str, TableStats] | None = None):
+        self._tables: dict[str, TableStats] = {}
         for name, stats in (tables or {}).items():
             self.put(name, stats)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "StatsCatalog":
+    def from_dict(cls, data: Mapping[str, Any]) -> StatsCatalog:
         return cls({name: TableStats.from_dict(t) for name, t in data.items()})
 
     def put(self, name: str, stats: TableStats) -> None:
         self._tables[name.lower()] = stats
 
-    def get(self, name: str) -> Optional[TableStats]:
+    def get(self, name: str) -> TableStats | None:
         stats = self._tables.get(name.lower())
         if stats is None or stats.stale:
             return None
         return stats
 
-    def names(self) -> List[str]:
+    def names(self) -> list[str]:
         return sorted(self._tables)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {name: stats.to_dict() for name, stats in self._tables.items()}

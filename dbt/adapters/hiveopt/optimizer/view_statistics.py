@@ -22,19 +22,18 @@ True
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set
-
 from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer.estimator import ColumnEstimate, Estimator
 from dbt.adapters.hiveopt.optimizer.prepare import key_columns, prepare_query
 from dbt.adapters.hiveopt.optimizer.statistics import ColumnStats, Estimate, StatsCatalog, TableStats
 
-Schema = Dict[str, Dict[str, Dict[str, str]]]
+Schema = dict[str, dict[str, dict[str, str]]]
 
 
-def view_statistics(view_sql: str, schema: Schema, statistics: StatsCatalog,
-                    default_db: Optional[str] = None) -> Optional[TableStats]:
+def view_statistics(
+    view_sql: str, schema: Schema, statistics: StatsCatalog, default_db: str | None = None
+) -> TableStats | None:
     """The view's statistics as the estimator derives them from its SQL, or None when its row
     count cannot be estimated (a relation below it has no statistics: rules then skip, as for
     any relation without statistics). Raises UnsupportedQuery for SQL the optimizer cannot read."""
@@ -57,14 +56,20 @@ def _column_stats(column: ColumnEstimate, rows: Estimate) -> ColumnStats:
         heavy = [(value, fraction * rows.value) for value, fraction in column.heavy_hitters]
     string = (column.data_type or "").split("(")[0] in ("string", "varchar", "char", "binary")
     return ColumnStats(
-        ndv=column.ndv, null_count=null_count, avg_width=column.width if string else Estimate.absent(),
-        min=column.min, max=column.max, data_type=column.data_type, heavy_hitters=heavy,
+        ndv=column.ndv,
+        null_count=null_count,
+        avg_width=column.width if string else Estimate.absent(),
+        min=column.min,
+        max=column.max,
+        data_type=column.data_type,
+        heavy_hitters=heavy,
         histogram=column.histogram,
     )
 
 
-def base_key_columns(view_sql: str, schema: Schema, view_keys: Set[str],
-                     default_db: Optional[str] = None) -> Dict[str, Set[str]]:
+def base_key_columns(
+    view_sql: str, schema: Schema, view_keys: set[str], default_db: str | None = None
+) -> dict[str, set[str]]:
     """The base columns to gather key detail (heavy hitters, histograms) for, by `db.table`:
     the view's own join and filter keys, and the base columns behind the view columns a model
     uses as keys (a projection that is a plain column, possibly renamed).
@@ -92,10 +97,10 @@ def base_key_columns(view_sql: str, schema: Schema, view_keys: Set[str],
     return keys
 
 
-def _table_sources(select: exp.Select) -> Dict[str, str]:
+def _table_sources(select: exp.Select) -> dict[str, str]:
     """alias -> `db.table` for the plain tables of a block's FROM and joins."""
-    out: Dict[str, str] = {}
-    items: List[exp.Expression] = [select.args["from_"].this] if select.args.get("from_") else []
+    out: dict[str, str] = {}
+    items: list[exp.Expression] = [select.args["from_"].this] if select.args.get("from_") else []
     items += [join.this for join in select.args.get("joins") or []]
     for item in items:
         if isinstance(item, exp.Table) and item.db:

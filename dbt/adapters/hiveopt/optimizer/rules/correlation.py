@@ -14,14 +14,21 @@ CTE. A derived table is never "the same" as another one (we do not compare query
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dbt.adapters.hiveopt.optimizer.cost_model import AGGREGATE_BYTE_COST, RESORT_BYTE_COST, SCAN_BYTE_COST
-from dbt.adapters.hiveopt.optimizer.estimator import Estimator, RelationEstimate, aliases_of, conjuncts, equi_pair, nested_join
+from dbt.adapters.hiveopt.optimizer.estimator import (
+    Estimator,
+    RelationEstimate,
+    aliases_of,
+    conjuncts,
+    equi_pair,
+    nested_join,
+)
 from dbt.adapters.hiveopt.optimizer.prepare import deterministic
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate
 
@@ -32,7 +39,7 @@ WINDOWABLE_AGGREGATES = (exp.Avg, exp.Sum, exp.Min, exp.Max, exp.Count)
 ADDED_COLUMN_PREFIX = "_hiveopt_"
 
 
-def identity(scope: Scope, alias: str) -> Optional[Tuple[str, str]]:
+def identity(scope: Scope, alias: str) -> tuple[str, str] | None:
     """('table', 'db.t') or ('cte', name) for the FROM item `alias` of `scope`; None otherwise."""
     entry = scope.selected_sources.get(alias)
     if entry is None:
@@ -45,13 +52,13 @@ def identity(scope: Scope, alias: str) -> Optional[Tuple[str, str]]:
     return None
 
 
-def from_items(select: exp.Select) -> List[exp.Expression]:
+def from_items(select: exp.Select) -> list[exp.Expression]:
     """The block's FROM item and the items of its joins, in order."""
     items = [select.args["from_"].this] if select.args.get("from_") else []
     return items + [join.this for join in select.args.get("joins") or []]
 
 
-def non_inner_join(select: exp.Select) -> Optional[str]:
+def non_inner_join(select: exp.Select) -> str | None:
     """A description of the first join that is not an inner (or cross) join, else None."""
     for join in select.args.get("joins") or []:
         side, kind = (join.side or "").upper(), (join.kind or "").upper()
@@ -60,7 +67,7 @@ def non_inner_join(select: exp.Select) -> Optional[str]:
     return None
 
 
-def block_conjuncts(select: exp.Select, inner_only: bool = False) -> List[exp.Expression]:
+def block_conjuncts(select: exp.Select, inner_only: bool = False) -> list[exp.Expression]:
     """WHERE and every ON conjunct of an all-inner block (all of them filter the same rows); with
     `inner_only`, the ON conjuncts of inner joins only (an outer join's ON filters no row out)."""
     where = select.args.get("where")
@@ -71,7 +78,7 @@ def block_conjuncts(select: exp.Select, inner_only: bool = False) -> List[exp.Ex
     return out
 
 
-def aggregate_shape_problem(select: exp.Select, where: str) -> Optional[str]:
+def aggregate_shape_problem(select: exp.Select, where: str) -> str | None:
     """Why an aggregate block cannot be merged into another read ("... inside {where}"), else None:
     clauses that filter or cut its groups, windows, nested subqueries, non-deterministic calls.
 
@@ -79,8 +86,14 @@ def aggregate_shape_problem(select: exp.Select, where: str) -> Optional[str]:
     >>> aggregate_shape_problem(sqlglot.parse_one("SELECT k, SUM(v) FROM t GROUP BY k HAVING SUM(v) > 1"), "the aggregate")
     'HAVING inside the aggregate'
     """
-    for arg, clause in (("having", "HAVING"), ("limit", "LIMIT"), ("offset", "OFFSET"),
-                        ("distinct", "SELECT DISTINCT"), ("order", "ORDER BY"), ("qualify", "QUALIFY")):
+    for arg, clause in (
+        ("having", "HAVING"),
+        ("limit", "LIMIT"),
+        ("offset", "OFFSET"),
+        ("distinct", "SELECT DISTINCT"),
+        ("order", "ORDER BY"),
+        ("qualify", "QUALIFY"),
+    ):
         if select.args.get(arg):
             return f"{clause} inside {where}"
     if select.find(exp.Window):
@@ -97,7 +110,7 @@ def renamed(node: exp.Expression, old: str, new: str) -> exp.Expression:
     return renamed_all(node, {old: new})
 
 
-def renamed_all(node: exp.Expression, mapping: Dict[str, str]) -> exp.Expression:
+def renamed_all(node: exp.Expression, mapping: dict[str, str]) -> exp.Expression:
     """A copy of `node` with columns of each alias in `mapping` pointed at the mapped alias (at once:
     a -> b and b -> a swap)."""
     copy = node.copy()
@@ -115,7 +128,7 @@ def local_to(predicate: exp.Expression, alias: str) -> bool:
     return aliases_of(predicate) == {alias} and predicate.find(exp.Subquery) is None
 
 
-def fresh_names(expression: exp.Expression, count: int, *also: exp.Expression) -> List[str]:
+def fresh_names(expression: exp.Expression, count: int, *also: exp.Expression) -> list[str]:
     """`count` column names unused anywhere in the query (and in `also`, parts not yet in it)."""
     used = {i.name.lower() for node in (expression, *also) for i in node.find_all(exp.Identifier)}
     names, n = [], 0
@@ -127,10 +140,10 @@ def fresh_names(expression: exp.Expression, count: int, *also: exp.Expression) -
     return names
 
 
-def columns_of(select: exp.Select, scope: Scope, alias: str, all_scopes: Iterable[Scope]) -> List[str]:
+def columns_of(select: exp.Select, scope: Scope, alias: str, all_scopes: Iterable[Scope]) -> list[str]:
     """Names of the columns of FROM item `alias` that the block reads, its own subqueries included
     (where they refer to it from outside), in first-seen order."""
-    names: List[str] = []
+    names: list[str] = []
     for s in all_scopes:
         if s is not scope and not _inside(s.expression, select):
             continue
@@ -150,7 +163,7 @@ def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
     return False
 
 
-def replace_columns(select: exp.Select, mapping: Dict[Tuple[str, str], exp.Expression]) -> None:
+def replace_columns(select: exp.Select, mapping: dict[tuple[str, str], exp.Expression]) -> None:
     """Replace columns `alias.name` (keys lowercase) anywhere in the block by copies of the mapped
     expressions; subqueries that define a relation of that alias themselves keep theirs."""
     aliases = {a for a, _ in mapping}
@@ -209,10 +222,11 @@ def compute_cost(estimator: Estimator, scope: Scope, broadcast_threshold_bytes: 
 class Stage:
     """The work of a block's last stage, above its last shuffle exchanges: what Spark repeats when
     it computes the block a second time and reuses those exchanges (spark.sql.exchange.reuse)."""
+
     cost: Estimate
     # Per hash-partitioning key, the equivalent columns ("alias.column" inside a block, output
     # names once the block is read from outside); None when not hash-partitioned.
-    partitioned_on: Optional[Tuple[FrozenSet[str], ...]]
+    partitioned_on: tuple[frozenset[str], ...] | None
     # What that work is, for the decision record.
     redone: str
 
@@ -286,10 +300,15 @@ def last_stage(estimator: Estimator, scope: Scope, broadcast_threshold_bytes: fl
             acc = right  # the left relation is broadcast, the right one streams
         else:
             cost = (acc_bytes + right_bytes) * RESORT_BYTE_COST
-            for side in (acc, right):  # a side already partitioned on the keys is not shuffled: its work stays in the stage
+            for side in (
+                acc,
+                right,
+            ):  # a side already partitioned on the keys is not shuffled: its work stays in the stage
                 if side.partitioned_on and _covered(side.partitioned_on, keys):
                     cost = cost + side.cost
-            acc = Stage(cost, keys, f"the sort-merge join of {', '.join(joined)} and {alias} (sorting its inputs again)")
+            acc = Stage(
+                cost, keys, f"the sort-merge join of {', '.join(joined)} and {alias} (sorting its inputs again)"
+            )
         joined.append(alias)
         acc_bytes = _read_bytes(step, scope, joined)
     group = select.args.get("group")
@@ -299,11 +318,17 @@ def last_stage(estimator: Estimator, scope: Scope, broadcast_threshold_bytes: fl
             return Stage(Estimate.absent(), None, "statistics absent")
         grouped = frozenset(f"{c.table}.{c.name}".lower() for c in group.expressions if isinstance(c, exp.Column))
         if acc.partitioned_on and all(key & grouped for key in acc.partitioned_on):
-            acc = Stage(acc.cost + acc_bytes * AGGREGATE_BYTE_COST, acc.partitioned_on,
-                        acc.redone + " and the aggregate on it (grouped by the join key: no exchange between them)")
+            acc = Stage(
+                acc.cost + acc_bytes * AGGREGATE_BYTE_COST,
+                acc.partitioned_on,
+                acc.redone + " and the aggregate on it (grouped by the join key: no exchange between them)",
+            )
         else:
-            acc = Stage(out * AGGREGATE_BYTE_COST, tuple(frozenset([g]) for g in grouped),
-                        "only the final aggregate (Spark reuses the exchange below it)")
+            acc = Stage(
+                out * AGGREGATE_BYTE_COST,
+                tuple(frozenset([g]) for g in grouped),
+                "only the final aggregate (Spark reuses the exchange below it)",
+            )
     elif any(p.find(exp.AggFunc) for p in select.selects):
         out = estimator.estimate(select).bytes()
         return Stage(out * AGGREGATE_BYTE_COST, None, "only the final aggregate (Spark reuses the exchange below it)")
@@ -315,15 +340,16 @@ def _item_stage(estimator: Estimator, scope: Scope, alias: str, broadcast_thresh
     stage = recompute_after_reuse(estimator, scope, alias, broadcast_threshold_bytes)
     if stage.partitioned_on is None:
         return stage
-    return Stage(stage.cost, tuple(frozenset(f"{alias}.{n}".lower() for n in key) for key in stage.partitioned_on),
-                 stage.redone)
+    return Stage(
+        stage.cost, tuple(frozenset(f"{alias}.{n}".lower() for n in key) for key in stage.partitioned_on), stage.redone
+    )
 
 
-def _read_bytes(relation: RelationEstimate, scope: Scope, aliases: List[str]) -> Estimate:
+def _read_bytes(relation: RelationEstimate, scope: Scope, aliases: list[str]) -> Estimate:
     return relation.bytes(f"{c.table}.{c.name}" for c in scope.columns if c.table in aliases)
 
 
-def _join_keys(predicates: List[exp.Expression], left: List[str], right: str) -> Tuple[FrozenSet[str], ...]:
+def _join_keys(predicates: list[exp.Expression], left: list[str], right: str) -> tuple[frozenset[str], ...]:
     keys = []
     for predicate in predicates:
         pair = equi_pair(predicate)
@@ -335,19 +361,22 @@ def _join_keys(predicates: List[exp.Expression], left: List[str], right: str) ->
     return tuple(keys)
 
 
-def _covered(partitioned_on: Tuple[FrozenSet[str], ...], keys: Tuple[FrozenSet[str], ...]) -> bool:
+def _covered(partitioned_on: tuple[frozenset[str], ...], keys: tuple[frozenset[str], ...]) -> bool:
     """Spark keeps a hash partitioning when its keys are among the join keys."""
     return all(any(part & key for key in keys) for part in partitioned_on)
 
 
-def _output_partitioning(select: exp.Select, partitioned_on) -> Optional[Tuple[FrozenSet[str], ...]]:
+def _output_partitioning(select: exp.Select, partitioned_on) -> tuple[frozenset[str], ...] | None:
     """The partitioning in the block's output names; None when a key is not in the output."""
     if not partitioned_on:
         return None
     out = []
     for key in partitioned_on:
-        names = frozenset(p.alias_or_name.lower() for p in select.selects
-                          if isinstance(p.unalias(), exp.Column) and f"{p.unalias().table}.{p.unalias().name}".lower() in key)
+        names = frozenset(
+            p.alias_or_name.lower()
+            for p in select.selects
+            if isinstance(p.unalias(), exp.Column) and f"{p.unalias().table}.{p.unalias().name}".lower() in key
+        )
         if not names:
             return None
         out.append(names)
@@ -357,7 +386,7 @@ def _output_partitioning(select: exp.Select, partitioned_on) -> Optional[Tuple[F
 def remove_item(select: exp.Select, alias: str) -> None:
     """Drop FROM item `alias` from an all-inner block; its ON conjuncts move to WHERE."""
     joins = list(select.args.get("joins") or [])
-    moved: List[exp.Expression] = []
+    moved: list[exp.Expression] = []
     from_item = select.args["from_"].this
     if from_item.alias_or_name == alias:
         first = joins.pop(0)
@@ -376,13 +405,13 @@ def remove_item(select: exp.Select, alias: str) -> None:
         add_where(select, moved)
 
 
-def add_where(select: exp.Select, predicates: List[exp.Expression]) -> None:
+def add_where(select: exp.Select, predicates: list[exp.Expression]) -> None:
     where = select.args.get("where")
     parts = ([where.this] if where else []) + list(predicates)
     select.set("where", exp.Where(this=exp.and_(*parts, copy=False)) if parts else None)
 
 
-def drop_conjuncts(select: exp.Select, doomed: List[exp.Expression]) -> None:
+def drop_conjuncts(select: exp.Select, doomed: list[exp.Expression]) -> None:
     """Remove these conjunct nodes (by identity) from WHERE and ON clauses."""
     ids = {id(d) for d in doomed}
     for holder, key in [(select, "where")] + [(j, "on") for j in select.args.get("joins") or []]:

@@ -87,7 +87,7 @@ WHERE _hiveopt_0.v = (_hiveopt_0._hiveopt_1)
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from collections.abc import Callable
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
@@ -95,11 +95,10 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.cost_model import MIN_RECOMPUTE_TO_WINDOW_RATIO, WINDOW_BYTE_COST
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
-from dbt.adapters.hiveopt.optimizer.statistics import Estimate
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator, conjuncts, nested_join
 from dbt.adapters.hiveopt.optimizer.rules.correlation import (
-    aggregate_shape_problem,
     WINDOWABLE_AGGREGATES,
+    aggregate_shape_problem,
     block_conjuncts,
     columns_of,
     drop_conjuncts,
@@ -109,13 +108,14 @@ from dbt.adapters.hiveopt.optimizer.rules.correlation import (
     local_to,
     non_inner_join,
     normalized,
-    remove_item,
     recompute_after_reuse,
+    remove_item,
     renamed,
     renamed_all,
-    shadowed,
     replace_columns,
+    shadowed,
 )
+from dbt.adapters.hiveopt.optimizer.statistics import Estimate
 
 # Rewrites per query; each one restarts the scan of the (changed) query.
 MAX_REWRITES = 16
@@ -130,9 +130,10 @@ WINDOW_COLUMN_BYTES = 8
 Plan = Callable[[], None]
 
 
-def merge_correlated_aggregates(expression: exp.Expression, schema, statistics, config: OptimizerConfig,
-                                log: DecisionLog) -> exp.Expression:
-    decided: Set[str] = set()
+def merge_correlated_aggregates(
+    expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog
+) -> exp.Expression:
+    decided: set[str] = set()
     for _ in range(MAX_REWRITES):
         plan = _next_rewrite(expression, schema, statistics, config, log, decided)
         if plan is None:
@@ -145,7 +146,7 @@ def _mb(value: float) -> str:
     return f"{value / 1024 / 1024:.1f} MB"
 
 
-def _next_rewrite(expression, schema, statistics, config, log, decided: Set[str]) -> Optional[Plan]:
+def _next_rewrite(expression, schema, statistics, config, log, decided: set[str]) -> Plan | None:
     scopes = list(traverse_scope(expression))
     estimator = Estimator(expression, schema, statistics)
     for scope in scopes:
@@ -153,8 +154,11 @@ def _next_rewrite(expression, schema, statistics, config, log, decided: Set[str]
         if not isinstance(select, exp.Select):
             continue
         candidates = [("scalar", sub) for sub in scope.subquery_scopes if sub.is_correlated_subquery]
-        candidates += [("derived", alias) for alias, (node, source) in scope.selected_sources.items()
-                       if isinstance(source, Scope) and source.is_derived_table]
+        candidates += [
+            ("derived", alias)
+            for alias, (node, source) in scope.selected_sources.items()
+            if isinstance(source, Scope) and source.is_derived_table
+        ]
         for kind, candidate in candidates:
             node = candidate.expression if kind == "scalar" else scope.selected_sources[candidate][0]
             key = f"{kind}:{normalized(node)}"
@@ -175,7 +179,7 @@ def _next_rewrite(expression, schema, statistics, config, log, decided: Set[str]
 
 
 # --- shared checks -----------------------------------------------------------------------------
-def _block_shape_problem(select: exp.Select) -> Optional[str]:
+def _block_shape_problem(select: exp.Select) -> str | None:
     """Why an aggregate block cannot become a window, else None (joins are checked by the caller)."""
     problem = aggregate_shape_problem(select, "the aggregate")
     if problem and problem.startswith("a non-deterministic"):
@@ -183,13 +187,15 @@ def _block_shape_problem(select: exp.Select) -> Optional[str]:
     return problem
 
 
-def _aggregate_problem(aggregates: List[exp.AggFunc], allow_count: bool) -> Optional[str]:
+def _aggregate_problem(aggregates: list[exp.AggFunc], allow_count: bool) -> str | None:
     for agg in aggregates:
         if isinstance(agg.this, exp.Distinct) or agg.find(exp.Distinct):
             return f"DISTINCT aggregate {normalized(agg)}: Spark has no DISTINCT window functions"
         if isinstance(agg, exp.Count) and not allow_count:
-            return ("COUNT in a correlated scalar subquery (0, not NULL, where no row matches): left to Spark's "
-                    "decorrelation")
+            return (
+                "COUNT in a correlated scalar subquery (0, not NULL, where no row matches): left to Spark's "
+                "decorrelation"
+            )
         if isinstance(agg.parent, exp.Filter):
             return f"aggregate with a FILTER clause {normalized(agg.parent)}: not merged"
         if not isinstance(agg, WINDOWABLE_AGGREGATES):
@@ -197,8 +203,13 @@ def _aggregate_problem(aggregates: List[exp.AggFunc], allow_count: bool) -> Opti
     return None
 
 
-def _filters_covered(local: List[exp.Expression], inner_alias: str, outer_conjuncts: List[exp.Expression],
-                     outer_alias: str, keys: List[str]) -> Optional[str]:
+def _filters_covered(
+    local: list[exp.Expression],
+    inner_alias: str,
+    outer_conjuncts: list[exp.Expression],
+    outer_alias: str,
+    keys: list[str],
+) -> str | None:
     """The aggregate's filters must all be filters of the outer relation (the window sees the rows
     the aggregate saw); and the outer relation may not filter more, except on the keys: Spark pushes
     such a filter into the outer read of the input, which the window would have to read whole."""
@@ -206,17 +217,27 @@ def _filters_covered(local: List[exp.Expression], inner_alias: str, outer_conjun
     inner_local = {normalized(renamed(p, inner_alias, outer_alias)) for p in local}
     for predicate in local:
         if normalized(renamed(predicate, inner_alias, outer_alias)) not in outer_local:
-            return (f"the aggregate's filter {normalized(predicate)} is not a filter of {outer_alias} too: the window "
-                    "would see other rows than the aggregate")
+            return (
+                f"the aggregate's filter {normalized(predicate)} is not a filter of {outer_alias} too: the window "
+                "would see other rows than the aggregate"
+            )
     for text, predicate in outer_local.items():
         if text not in inner_local and any(c.name not in keys for c in predicate.find_all(exp.Column)):
-            return (f"the outer block filters {outer_alias} further ({text}): Spark pushes that filter into its read "
-                    "of the input, which a window would read whole (measured 2.1x slower)")
+            return (
+                f"the outer block filters {outer_alias} further ({text}): Spark pushes that filter into its read "
+                "of the input, which a window would read whole (measured 2.1x slower)"
+            )
     return None
 
 
-def _cost_decision(estimator: Estimator, inner_scope: Scope, inner_alias: str, window_columns: List[str],
-                   added: int, config: OptimizerConfig) -> Tuple[Optional[str], dict]:
+def _cost_decision(
+    estimator: Estimator,
+    inner_scope: Scope,
+    inner_alias: str,
+    window_columns: list[str],
+    added: int,
+    config: OptimizerConfig,
+) -> tuple[str | None, dict]:
     """(reason to skip or None, figures) from what Spark redoes to read the input again (exchange
     reuse on: only the work above the input's last exchanges) against a window's shuffle."""
     stage = recompute_after_reuse(estimator, inner_scope, inner_alias, config.broadcast_threshold_bytes)
@@ -226,20 +247,26 @@ def _cost_decision(estimator: Estimator, inner_scope: Scope, inner_alias: str, w
     if recompute.is_absent or rows.is_absent:
         return f"statistics absent for the aggregate's input ({stage.redone}): Spark's plan stays", {}
     window = rows * (source.width(window_columns).value + added * WINDOW_COLUMN_BYTES) * WINDOW_BYTE_COST
-    figures = dict(recompute_bytes=round(recompute.value), window_shuffle_bytes=round(window.value),
-                   input_rows=round(rows.value), redone=stage.redone)
+    figures = dict(
+        recompute_bytes=round(recompute.value),
+        window_shuffle_bytes=round(window.value),
+        input_rows=round(rows.value),
+        redone=stage.redone,
+    )
     if recompute.value < window.value * MIN_RECOMPUTE_TO_WINDOW_RATIO:
-        return (f"reading the input again redoes {stage.redone}: {_mb(recompute.value)} against {_mb(window.value)} to "
-                "shuffle for a window; Spark's aggregate and join stay"), figures
+        return (
+            f"reading the input again redoes {stage.redone}: {_mb(recompute.value)} against {_mb(window.value)} to "
+            "shuffle for a window; Spark's aggregate and join stay"
+        ), figures
     return None, figures
 
 
-def _windowed(projection: exp.Expression, inner_alias: str, outer_alias: str, keys: List[str]) -> exp.Expression:
+def _windowed(projection: exp.Expression, inner_alias: str, outer_alias: str, keys: list[str]) -> exp.Expression:
     """The projection with every aggregate computed over the window of its key."""
     return _over(renamed(projection, inner_alias, outer_alias), [exp.column(k, table=outer_alias) for k in keys])
 
 
-def _over(body: exp.Expression, partition: List[exp.Column]) -> exp.Expression:
+def _over(body: exp.Expression, partition: list[exp.Column]) -> exp.Expression:
     """`body` with every aggregate (not already a window) computed OVER (PARTITION BY partition)."""
     body = body.copy()
     for agg in list(body.find_all(exp.AggFunc)):
@@ -257,12 +284,19 @@ def _item(select: exp.Select, alias: str) -> exp.Expression:
     return next(item for item in from_items(select) if item.alias_or_name == alias)
 
 
-def _window_block(source_item: exp.Expression, outer_alias: str, columns: List[str],
-                  windows: List[Tuple[str, exp.Expression]], filters: List[exp.Expression]) -> exp.Subquery:
+def _window_block(
+    source_item: exp.Expression,
+    outer_alias: str,
+    columns: list[str],
+    windows: list[tuple[str, exp.Expression]],
+    filters: list[exp.Expression],
+) -> exp.Subquery:
     table = source_item.copy()
     table.set("alias", exp.TableAlias(this=exp.to_identifier(outer_alias)))
-    select = exp.select(*[exp.column(c, table=outer_alias).as_(c) for c in columns],
-                        *[expression.as_(name) for name, expression in windows]).from_(table)
+    select = exp.select(
+        *[exp.column(c, table=outer_alias).as_(c) for c in columns],
+        *[expression.as_(name) for name, expression in windows],
+    ).from_(table)
     if filters:
         select = select.where(exp.and_(*filters))
     return select.subquery(outer_alias)
@@ -272,8 +306,11 @@ def _window_block(source_item: exp.Expression, outer_alias: str, columns: List[s
 def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, schema, config):
     select, inner = outer.expression, sub.expression
     wrapper = inner.parent
-    if not isinstance(inner, exp.Select) or not isinstance(wrapper, exp.Subquery) or isinstance(
-            wrapper.parent, (exp.In, exp.Any, exp.All, exp.Exists)):
+    if (
+        not isinstance(inner, exp.Select)
+        or not isinstance(wrapper, exp.Subquery)
+        or isinstance(wrapper.parent, (exp.In, exp.Any, exp.All, exp.Exists))
+    ):
         return "a correlated IN / EXISTS / ANY subquery, not a scalar one: left to Spark"
     clause = wrapper
     while clause.parent is not select:
@@ -307,8 +344,12 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
         if not outside:
             local.append(predicate)
             continue
-        if (isinstance(predicate, exp.EQ) and isinstance(predicate.this, exp.Column)
-                and isinstance(predicate.expression, exp.Column) and len(outside) == 1):
+        if (
+            isinstance(predicate, exp.EQ)
+            and isinstance(predicate.this, exp.Column)
+            and isinstance(predicate.expression, exp.Column)
+            and len(outside) == 1
+        ):
             mine = predicate.this if predicate.this.table in inner_aliases else predicate.expression
             pairs.append((mine.table, mine.name, outside[0]))
             continue
@@ -323,8 +364,10 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
     outer_conjuncts = block_conjuncts(select)
     relations = ", ".join(sorted({idents[a][1] for a in inner_aliases}))
     if not all(any(identity(outer, o) == idents[a] for o in outer.selected_sources) for a in inner_aliases):
-        return ("the aggregate reads another relation than the outer block (no input correlation): Spark's "
-                "decorrelated aggregate and join stay")
+        return (
+            "the aggregate reads another relation than the outer block (no input correlation): Spark's "
+            "decorrelated aggregate and join stay"
+        )
     match = _match_outer(inner_aliases, idents, local, pairs, outer, outer_conjuncts, schema)
     if isinstance(match, str):
         return match
@@ -340,19 +383,25 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
         if not any(t in image and (t, n) not in key_set for t, n in own):
             continue
         if all(t in image for t, _ in own):
-            return (f"the outer block filters {', '.join(sorted(image))} further ({normalized(predicate)}): Spark "
-                    "pushes that filter into its read of the input, which a window would read whole (measured 2.1x "
-                    "slower)")
-        whole_problem = whole_problem or (f"the outer block joins the input on other columns than the key "
-                                          f"({normalized(predicate)})")
+            return (
+                f"the outer block filters {', '.join(sorted(image))} further ({normalized(predicate)}): Spark "
+                "pushes that filter into its read of the input, which a window would read whole (measured 2.1x "
+                "slower)"
+            )
+        whole_problem = whole_problem or (
+            f"the outer block joins the input on other columns than the key ({normalized(predicate)})"
+        )
     others = [a for a in outer.selected_sources if a.lower() not in image]
     if others and not whole_problem:
         loose = [a for a in aggregates if not isinstance(a, DUPLICATE_INSENSITIVE_AGGREGATES)]
         if loose:
-            whole_problem = (f"{type(loose[0]).__name__.upper()} over a join with {', '.join(others)} would count "
-                             "their rows per key too")
-    if whole_problem is None and any(j.args.get("on") is not None and j.args["on"].find(exp.Select)
-                                    for j in select.args.get("joins") or []):
+            whole_problem = (
+                f"{type(loose[0]).__name__.upper()} over a join with {', '.join(others)} would count "
+                "their rows per key too"
+            )
+    if whole_problem is None and any(
+        j.args.get("on") is not None and j.args["on"].find(exp.Select) for j in select.args.get("joins") or []
+    ):
         whole_problem = "a subquery in an ON clause"
     if whole_problem is None and any(isinstance(p.unalias(), exp.Star) for p in select.selects):
         whole_problem = "the outer block selects *"
@@ -375,19 +424,31 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
         if recompute.is_absent or rows.is_absent or width.is_absent:
             return "statistics absent for the aggregate's input or the outer block: Spark's plan stays"
         window = rows * (width.value + WINDOW_COLUMN_BYTES) * WINDOW_BYTE_COST
-        figures = dict(recompute_bytes=round(recompute.value), window_shuffle_bytes=round(window.value),
-                       window_rows=round(rows.value), redone="; ".join(redone), form="window over the outer block")
+        figures = dict(
+            recompute_bytes=round(recompute.value),
+            window_shuffle_bytes=round(window.value),
+            window_rows=round(rows.value),
+            redone="; ".join(redone),
+            form="window over the outer block",
+        )
         if recompute.value < window.value * MIN_RECOMPUTE_TO_WINDOW_RATIO:
-            return (f"reading the input again redoes {'; '.join(redone)}: {_mb(recompute.value)} against "
-                    f"{_mb(window.value)} to shuffle the outer block for a window; Spark's aggregate and join stay")
+            return (
+                f"reading the input again redoes {'; '.join(redone)}: {_mb(recompute.value)} against "
+                f"{_mb(window.value)} to shuffle the outer block for a window; Spark's aggregate and join stay"
+            )
 
         def plan_whole() -> None:
             _rewrite_whole_block(expression, select, wrapper, projection, mapping, keys, direct)
 
-        reason = (f"correlated {', '.join(type(a).__name__.upper() for a in aggregates)} over {relations} on "
-                  f"{', '.join(f'{t}.{n}' for t, n in keys)} -> window over one read of the outer block's join")
-        return reason, dict(relation=relations, outer=sorted(mapping.values()), keys=[n for _, n in keys], **figures), \
-            plan_whole
+        reason = (
+            f"correlated {', '.join(type(a).__name__.upper() for a in aggregates)} over {relations} on "
+            f"{', '.join(f'{t}.{n}' for t, n in keys)} -> window over one read of the outer block's join"
+        )
+        return (
+            reason,
+            dict(relation=relations, outer=sorted(mapping.values()), keys=[n for _, n in keys], **figures),
+            plan_whole,
+        )
     # The window over the input alone (one relation); the outer block's other relations join it.
     (inner_alias,) = inner_aliases
     chosen = mapping[inner_alias]
@@ -407,8 +468,10 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
         wrapper.replace(exp.paren(exp.column(name, table=chosen)))
         _item(select, chosen).replace(block)
 
-    reason = (f"correlated {', '.join(type(a).__name__.upper() for a in aggregates)} over {relations} on "
-              f"{', '.join(key_names)} -> window over one read of {chosen}")
+    reason = (
+        f"correlated {', '.join(type(a).__name__.upper() for a in aggregates)} over {relations} on "
+        f"{', '.join(key_names)} -> window over one read of {chosen}"
+    )
     return reason, dict(relation=relations, outer=chosen, keys=key_names, **figures), plan
 
 
@@ -421,7 +484,9 @@ def _null_supplying_join(select: exp.Select, s_alias: str):
     joins = select.args.get("joins") or []
     for i, join in enumerate(joins):
         side, kind = (join.side or "").upper(), (join.kind or "").upper()
-        plain = not side and kind in ("", "INNER", "CROSS") and not join.args.get("using") and not join.args.get("method")
+        plain = (
+            not side and kind in ("", "INNER", "CROSS") and not join.args.get("using") and not join.args.get("method")
+        )
         if plain:
             continue
         outer = kind in ("", "OUTER") and not join.args.get("using") and not join.args.get("method")
@@ -447,10 +512,11 @@ def _item_index(select: exp.Select, alias: str) -> int:
     return next(i for i, item in enumerate(from_items(select)) if item.alias_or_name == alias)
 
 
-def _null_for_null_keys(value: exp.Expression, keys: List[exp.Column]) -> exp.Expression:
+def _null_for_null_keys(value: exp.Expression, keys: list[exp.Column]) -> exp.Expression:
     """NULL where a key is NULL (a correlated subquery or outer join matches nothing there)."""
-    return exp.Case(ifs=[exp.If(this=exp.or_(*[k.copy().is_(exp.null()) for k in keys]), true=exp.null())],
-                    default=value)
+    return exp.Case(
+        ifs=[exp.If(this=exp.or_(*[k.copy().is_(exp.null()) for k in keys]), true=exp.null())], default=value
+    )
 
 
 def _match_outer(inner_aliases, idents, local, pairs, outer: Scope, outer_conjuncts, schema):
@@ -474,17 +540,23 @@ def _match_outer(inner_aliases, idents, local, pairs, outer: Scope, outer_conjun
         if all(kinds):
             return mapping, any(k == "direct" for k in kinds)
     if missing is not None:
-        return (f"the aggregate's condition {normalized(missing)} is not one of the outer block's too: the window "
-                "would see other rows than the aggregate")
+        return (
+            f"the aggregate's condition {normalized(missing)} is not one of the outer block's too: the window "
+            "would see other rows than the aggregate"
+        )
     return "the same relations are read, but the correlation is on other columns (or on columns of other types)"
 
 
-def _outer_columns(select: exp.Select, aliases: Set[str]) -> List[Tuple[str, str]]:
+def _outer_columns(select: exp.Select, aliases: set[str]) -> list[tuple[str, str]]:
     """(alias, column) of the block's FROM items read anywhere in it (subqueries included, unless
     one defines a relation of that alias itself), first seen first."""
-    out: List[Tuple[str, str]] = []
+    out: list[tuple[str, str]] = []
     for column in select.find_all(exp.Column):
-        if column.table in aliases and (column.table, column.name) not in out and not shadowed(column, select, {column.table}):
+        if (
+            column.table in aliases
+            and (column.table, column.name) not in out
+            and not shadowed(column, select, {column.table})
+        ):
             out.append((column.table, column.name))
     return out
 
@@ -501,7 +573,7 @@ def _outer_block_figures(expression, select: exp.Select, outer: Scope, scopes, e
     twin.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
     twin_estimator = Estimator(copy, estimator.schema, estimator.statistics)
     rows = twin_estimator.join_block(twin_estimator.scopes[id(twin)]).rows
-    per_alias: Dict[str, List[str]] = {}
+    per_alias: dict[str, list[str]] = {}
     for alias, name in _outer_columns(select, set(outer.selected_sources)):
         per_alias.setdefault(alias, []).append(name)
     width = Estimate.exact(0)
@@ -510,8 +582,15 @@ def _outer_block_figures(expression, select: exp.Select, outer: Scope, scopes, e
     return rows, width
 
 
-def _rewrite_whole_block(expression, select: exp.Select, wrapper: exp.Expression, projection: exp.Expression,
-                         mapping: Dict[str, str], keys: List[Tuple[str, str]], direct: bool) -> None:
+def _rewrite_whole_block(
+    expression,
+    select: exp.Select,
+    wrapper: exp.Expression,
+    projection: exp.Expression,
+    mapping: dict[str, str],
+    keys: list[tuple[str, str]],
+    direct: bool,
+) -> None:
     """FROM and the conjuncts without subqueries move into a derived table that adds the window;
     the block reads that table, and its subquery conjuncts compare with the window's column."""
     aliases = {i.alias_or_name for i in from_items(select)}
@@ -534,7 +613,7 @@ def _rewrite_whole_block(expression, select: exp.Select, wrapper: exp.Expression
     select.set("where", exp.Where(this=exp.and_(*stay)) if stay else None)
     carried = _outer_columns(select, aliases)
     taken = {value_name.lower()}
-    names: Dict[Tuple[str, str], str] = {}
+    names: dict[tuple[str, str], str] = {}
     for table, column in carried:
         name = column if column.lower() not in taken else f"{table}_{column}"
         while name.lower() in taken:
@@ -546,13 +625,17 @@ def _rewrite_whole_block(expression, select: exp.Select, wrapper: exp.Expression
     select.set("from_", exp.From(this=inner.subquery(window_alias)))
 
 
-def _correlated_to(alias: str, name: str, column: exp.Column, outer: Scope, outer_conjuncts, schema) -> Optional[str]:
+def _correlated_to(alias: str, name: str, column: exp.Column, outer: Scope, outer_conjuncts, schema) -> str | None:
     """'direct' when the outer column is alias.name, 'equated' when an outer conjunct equates them
     (and both have the same type: equality across types is not transitive), else None."""
     if column.table == alias and column.name == name:
         return "direct"
     for predicate in outer_conjuncts:
-        if isinstance(predicate, exp.EQ) and isinstance(predicate.this, exp.Column) and isinstance(predicate.expression, exp.Column):
+        if (
+            isinstance(predicate, exp.EQ)
+            and isinstance(predicate.this, exp.Column)
+            and isinstance(predicate.expression, exp.Column)
+        ):
             sides = {(c.table, c.name) for c in (predicate.this, predicate.expression)}
             if sides == {(alias, name), (column.table, column.name)}:
                 a, b = _type_of(outer, alias, name, schema), _type_of(outer, column.table, column.name, schema)
@@ -561,7 +644,7 @@ def _correlated_to(alias: str, name: str, column: exp.Column, outer: Scope, oute
     return None
 
 
-def _type_of(scope: Scope, alias: str, name: str, schema) -> Optional[str]:
+def _type_of(scope: Scope, alias: str, name: str, schema) -> str | None:
     ident = identity(scope, alias)
     if ident is None or ident[0] != "table":
         return None
@@ -600,9 +683,9 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
     if not all(isinstance(k, exp.Column) and k.table == inner_alias for k in group_keys):
         return "GROUP BY an expression, not a column"
     key_names = [k.name for k in group_keys]
-    key_of: Dict[str, str] = {}  # s's output name -> key column
-    windowed: List[Tuple[str, exp.Expression]] = []
-    aggregates: List[exp.AggFunc] = []
+    key_of: dict[str, str] = {}  # s's output name -> key column
+    windowed: list[tuple[str, exp.Expression]] = []
+    aggregates: list[exp.AggFunc] = []
     for projection in inner.selects:
         body = projection.unalias()
         if isinstance(body, exp.Column) and body.name in key_names:
@@ -626,7 +709,11 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
             continue  # the aggregate must be the null-supplying side: T LEFT JOIN agg(T), agg(T) RIGHT JOIN T
         equalities = {}
         for predicate in outer_conjuncts + (conjuncts(outer_join.args.get("on")) if outer_join is not None else []):
-            if isinstance(predicate, exp.EQ) and isinstance(predicate.this, exp.Column) and isinstance(predicate.expression, exp.Column):
+            if (
+                isinstance(predicate, exp.EQ)
+                and isinstance(predicate.this, exp.Column)
+                and isinstance(predicate.expression, exp.Column)
+            ):
                 a, b = predicate.this, predicate.expression
                 if a.table == alias:
                     a, b = b, a
@@ -639,8 +726,10 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
     if outer_join is not None:
         on = conjuncts(outer_join.args.get("on"))
         if len(on) != len(equalities) or any(all(p is not e for e in equalities.values()) for p in on):
-            return ("the outer join's ON clause has more than the key equalities: a row failing it keeps NULLs, "
-                    "which a window cannot tell")
+            return (
+                "the outer join's ON clause has more than the key equalities: a row failing it keeps NULLs, "
+                "which a window cannot tell"
+            )
     where = inner.args.get("where")
     local = conjuncts(where.this if where else None)
     problem = _filters_covered(local, inner_alias, outer_conjuncts, alias, key_names)
@@ -665,9 +754,13 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
         drop_conjuncts(select, list(equalities.values()))
         remove_item(select, s_alias)
         mapping = {(s_alias.lower(), out.lower()): exp.column(key, table=alias) for out, key in key_of.items()}
-        mapping.update({(s_alias.lower(), out.lower()): exp.column(n, table=alias) for n, (out, _) in zip(names, windowed)})
+        mapping.update(
+            {(s_alias.lower(), out.lower()): exp.column(n, table=alias) for n, (out, _) in zip(names, windowed)}
+        )
         replace_columns(select, mapping)
 
-    reason = (f"{', '.join(type(a).__name__.upper() for a in aggregates)} over {ident[1]} per {', '.join(key_names)}, "
-              f"joined back to {alias} -> window over one read")
+    reason = (
+        f"{', '.join(type(a).__name__.upper() for a in aggregates)} over {ident[1]} per {', '.join(key_names)}, "
+        f"joined back to {alias} -> window over one read"
+    )
     return reason, dict(relation=ident[1], outer=alias, keys=key_names, **figures), plan

@@ -46,7 +46,7 @@ WHERE t.q BETWEEN 0 AND 5 OR t.q BETWEEN 6 AND 10) AS b1
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from collections.abc import Callable
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
@@ -54,7 +54,6 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator, conjuncts, own_aggregate
-from dbt.adapters.hiveopt.optimizer.spark_types import COUNT_AS_DECIMAL, avg_type, expression_type, sum_type
 from dbt.adapters.hiveopt.optimizer.rules.correlation import (
     aggregate_shape_problem,
     block_conjuncts,
@@ -67,6 +66,7 @@ from dbt.adapters.hiveopt.optimizer.rules.correlation import (
     remove_item,
     replace_columns,
 )
+from dbt.adapters.hiveopt.optimizer.spark_types import COUNT_AS_DECIMAL, avg_type, expression_type, sum_type
 
 MAX_REWRITES = 16
 # Scalar siblings become a cross-joined derived table only in a block of at most this many rows.
@@ -77,14 +77,14 @@ class _Sibling:
     def __init__(self, alias: str, scope: Scope):
         self.alias, self.scope, self.select = alias, scope, scope.expression
         group = self.select.args.get("group")
-        self.keys: List[exp.Expression] = list(group.expressions) if group else []
+        self.keys: list[exp.Expression] = list(group.expressions) if group else []
         where = self.select.args.get("where")
         self.conjuncts = conjuncts(where.this if where else None)
         joins = self.select.args.get("joins") or []
         self.input = " ".join(normalized(n) for n in [self.select.args["from_"], *joins])
         self.key_sql = tuple(normalized(k) for k in self.keys)
 
-    def key_outputs(self) -> Dict[str, str]:
+    def key_outputs(self) -> dict[str, str]:
         """key SQL -> the output name this sibling gives it."""
         out = {}
         for projection in self.select.selects:
@@ -94,9 +94,10 @@ class _Sibling:
         return out
 
 
-def merge_sibling_aggregates(expression: exp.Expression, schema, statistics, config: OptimizerConfig,
-                             log: DecisionLog) -> exp.Expression:
-    decided: Set[str] = set()
+def merge_sibling_aggregates(
+    expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog
+) -> exp.Expression:
+    decided: set[str] = set()
     for _ in range(MAX_REWRITES):
         if not _merge_once(expression, schema, statistics, config, log, decided):
             break
@@ -112,13 +113,20 @@ def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog, schema,
     would merge them as written is off by default). Measured: 15 subqueries of 5 filters over a
     10M-row table, 1.44 s as written, 0.70 s widened (one subquery in the final plan)."""
     for scope in traverse_scope(expression):
-        groups: Dict[str, List[exp.Select]] = {}
+        groups: dict[str, list[exp.Select]] = {}
         for sub in scope.subquery_scopes:
             inner = sub.expression
             wrapper = inner.parent
-            if (sub.is_correlated_subquery or not isinstance(inner, exp.Select) or not isinstance(wrapper, exp.Subquery)
-                    or isinstance(wrapper.parent, (exp.In, exp.Any, exp.All, exp.Exists)) or not inner.args.get("from_")
-                    or len(inner.selects) != 1 or not inner.selects[0].find(exp.AggFunc) or inner.args.get("group")):
+            if (
+                sub.is_correlated_subquery
+                or not isinstance(inner, exp.Select)
+                or not isinstance(wrapper, exp.Subquery)
+                or isinstance(wrapper.parent, (exp.In, exp.Any, exp.All, exp.Exists))
+                or not inner.args.get("from_")
+                or len(inner.selects) != 1
+                or not inner.selects[0].find(exp.AggFunc)
+                or inner.args.get("group")
+            ):
                 continue
             joins = inner.args.get("joins") or []
             groups.setdefault(" ".join(normalized(n) for n in [inner.args["from_"], *joins]), []).append(inner)
@@ -132,35 +140,53 @@ def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog, schema,
             members = [m for m in members if _where_sql(m) not in distinct_filters]
             filters = {_where_sql(m) for m in members}
             if len(filters) < 2:
-                reason = ("sibling scalar subqueries with the same filter: Spark's MergeScalarSubqueries merges them "
-                          "as written")
+                reason = (
+                    "sibling scalar subqueries with the same filter: Spark's MergeScalarSubqueries merges them "
+                    "as written"
+                )
                 if distinct_filters:
-                    reason = ("the other filters' subqueries hold DISTINCT aggregates: Spark merges those with their own "
-                              "filter's siblings as written, not once they carry a FILTER clause")
+                    reason = (
+                        "the other filters' subqueries hold DISTINCT aggregates: Spark merges those with their own "
+                        "filter's siblings as written, not once they carry a FILTER clause"
+                    )
                 log.skipped(reason, candidate=label, subqueries=len(members))
                 continue
             problem = next((p for p in (_problem(m) for m in members) if p), None)
             if problem:
                 log.skipped(problem, candidate=label)
                 continue
-            where, rests = _shared_where([conjuncts(m.args["where"].this) if m.args.get("where") else []
-                                          for m in members])
+            where, rests = _shared_where(
+                [conjuncts(m.args["where"].this) if m.args.get("where") else [] for m in members]
+            )
             for member, rest in zip(members, rests):
                 projection = member.selects[0]
                 body = _with_filter(projection.unalias(), rest)
-                member.set("expressions", [exp.alias_(body, projection.alias, copy=False) if isinstance(projection, exp.Alias) else body])
+                member.set(
+                    "expressions",
+                    [exp.alias_(body, projection.alias, copy=False) if isinstance(projection, exp.Alias) else body],
+                )
                 member.set("where", exp.Where(this=exp.and_(*[w.copy() for w in where], copy=False)) if where else None)
             if _join_scalar_siblings(scope, members, expression, schema, statistics):
-                log.fired(f"{len(members)} scalar subqueries over one input with {len(filters)} filters, all in the "
-                          "block's SELECT list -> one derived table with FILTER clauses, cross joined (one row)",
-                          candidate=label, subqueries=len(members), filters=len(filters), form="cross join")
+                log.fired(
+                    f"{len(members)} scalar subqueries over one input with {len(filters)} filters, all in the "
+                    "block's SELECT list -> one derived table with FILTER clauses, cross joined (one row)",
+                    candidate=label,
+                    subqueries=len(members),
+                    filters=len(filters),
+                    form="cross join",
+                )
                 continue
-            log.fired(f"{len(members)} scalar subqueries over one input with {len(filters)} filters -> one shared WHERE "
-                      "and FILTER clauses (Spark merges them into one scan)", candidate=label, subqueries=len(members),
-                      filters=len(filters), form="shared WHERE")
+            log.fired(
+                f"{len(members)} scalar subqueries over one input with {len(filters)} filters -> one shared WHERE "
+                "and FILTER clauses (Spark merges them into one scan)",
+                candidate=label,
+                subqueries=len(members),
+                filters=len(filters),
+                form="shared WHERE",
+            )
 
 
-def _join_scalar_siblings(scope, members: List[exp.Select], root: exp.Expression, schema, statistics) -> bool:
+def _join_scalar_siblings(scope, members: list[exp.Select], root: exp.Expression, schema, statistics) -> bool:
     """Widened scalar subqueries that all sit in the SELECT list of a block that does not aggregate
     become the columns of one derived table, cross joined to the block: an aggregate without GROUP
     BY returns exactly one row (empty input included), so every row of the block meets the same
@@ -189,7 +215,9 @@ def _join_scalar_siblings(scope, members: List[exp.Select], root: exp.Expression
     names = fresh_names(root, len(members) + 1)
     alias, columns = names[0], names[1:]
     derived = members[0].copy()
-    derived.set("expressions", [exp.alias_(m.selects[0].unalias().copy(), c, copy=False) for m, c in zip(members, columns)])
+    derived.set(
+        "expressions", [exp.alias_(m.selects[0].unalias().copy(), c, copy=False) for m, c in zip(members, columns)]
+    )
     for member, column in zip(members, columns):
         member.parent.replace(exp.column(column, table=alias))
     table = exp.Subquery(this=derived, alias=exp.TableAlias(this=exp.to_identifier(alias)))
@@ -201,14 +229,16 @@ def _join_scalar_siblings(scope, members: List[exp.Select], root: exp.Expression
     return True
 
 
-def _problem(select: exp.Select) -> Optional[str]:
+def _problem(select: exp.Select) -> str | None:
     problem = aggregate_shape_problem(select, "a sibling aggregate")
     if problem:
         return problem
     for agg in select.find_all(exp.AggFunc):
         if isinstance(agg.parent, exp.Filter):
             return "a FILTER clause already in a sibling aggregate"
-    if not all(isinstance(k, exp.Column) for k in (select.args["group"].expressions if select.args.get("group") else [])):
+    if not all(
+        isinstance(k, exp.Column) for k in (select.args["group"].expressions if select.args.get("group") else [])
+    ):
         return "GROUP BY an expression in a sibling aggregate"
     for projection in select.selects:
         body = projection.unalias()
@@ -221,20 +251,24 @@ def _where_sql(select: exp.Select) -> str:
     return normalized(select.args["where"]) if select.args.get("where") else ""
 
 
-def _merge_once(expression, schema, statistics, config, log, decided: Set[str]) -> bool:
+def _merge_once(expression, schema, statistics, config, log, decided: set[str]) -> bool:
     for scope in traverse_scope(expression):
         select = scope.expression
         if not isinstance(select, exp.Select):
             continue
-        siblings: List[_Sibling] = []
+        siblings: list[_Sibling] = []
         for alias, (node, source) in scope.selected_sources.items():
             if not (isinstance(source, Scope) and source.is_derived_table and isinstance(node.parent, exp.Subquery)):
                 continue
             inner = source.expression
-            if not isinstance(inner, exp.Select) or not inner.args.get("from_") or not any(p.find(exp.AggFunc) for p in inner.selects):
+            if (
+                not isinstance(inner, exp.Select)
+                or not inner.args.get("from_")
+                or not any(p.find(exp.AggFunc) for p in inner.selects)
+            ):
                 continue
             siblings.append(_Sibling(alias, source))
-        groups: Dict[Tuple[str, tuple], List[_Sibling]] = {}
+        groups: dict[tuple[str, tuple], list[_Sibling]] = {}
         for sibling in siblings:
             groups.setdefault((sibling.input, sibling.key_sql), []).append(sibling)
         for (input_sql, key_sql), members in groups.items():
@@ -253,15 +287,21 @@ def _merge_once(expression, schema, statistics, config, log, decided: Set[str]) 
             estimator = Estimator(expression, schema, statistics)
             saved = _saved_bytes(estimator, config, members)
             two_level = _merge(expression, select, members, equalities, estimator)
-            log.fired(f"{len(members)} aggregations of one input ({'per ' + ', '.join(key_sql) if key_sql else 'one row each'})"
-                      " -> one pass with FILTER clauses" + (", grouped by the DISTINCT expression first" if two_level else ""),
-                      candidate=label, siblings=[m.alias for m in members], keys=list(key_sql), recompute_bytes_saved=saved,
-                      form="two-level DISTINCT" if two_level else "FILTER clauses")
+            log.fired(
+                f"{len(members)} aggregations of one input ({'per ' + ', '.join(key_sql) if key_sql else 'one row each'})"
+                " -> one pass with FILTER clauses"
+                + (", grouped by the DISTINCT expression first" if two_level else ""),
+                candidate=label,
+                siblings=[m.alias for m in members],
+                keys=list(key_sql),
+                recompute_bytes_saved=saved,
+                form="two-level DISTINCT" if two_level else "FILTER clauses",
+            )
             return True
     return False
 
 
-def _analyse(select: exp.Select, members: List[_Sibling]):
+def _analyse(select: exp.Select, members: list[_Sibling]):
     for member in members:
         problem = _problem(member.select)
         if problem:
@@ -269,7 +309,7 @@ def _analyse(select: exp.Select, members: List[_Sibling]):
     join = non_inner_join(select)
     if join:
         return f"the block has a {join}: siblings are merged under inner or cross joins only"
-    equalities: List[exp.Expression] = []
+    equalities: list[exp.Expression] = []
     if members[0].keys:
         outputs = [m.key_outputs() for m in members]
         if any(set(o) != set(members[0].key_sql) for o in outputs):
@@ -281,7 +321,11 @@ def _analyse(select: exp.Select, members: List[_Sibling]):
             for key in members[0].key_sql:
                 match = None
                 for predicate in conj:
-                    if isinstance(predicate, exp.EQ) and isinstance(predicate.this, exp.Column) and isinstance(predicate.expression, exp.Column):
+                    if (
+                        isinstance(predicate, exp.EQ)
+                        and isinstance(predicate.this, exp.Column)
+                        and isinstance(predicate.expression, exp.Column)
+                    ):
                         ends = {(c.table, c.name) for c in (predicate.this, predicate.expression)}
                         for j in accepted:
                             if ends == {(members[i].alias, outputs[i][key]), (members[j].alias, outputs[j][key])}:
@@ -294,7 +338,7 @@ def _analyse(select: exp.Select, members: List[_Sibling]):
     return members, equalities
 
 
-def _saved_bytes(estimator: Estimator, config, members) -> Optional[float]:
+def _saved_bytes(estimator: Estimator, config, members) -> float | None:
     try:
         cost = compute_cost(estimator, members[0].scope, config.broadcast_threshold_bytes)
     except Exception:  # the figure is for the record only
@@ -302,7 +346,7 @@ def _saved_bytes(estimator: Estimator, config, members) -> Optional[float]:
     return None if cost.is_absent else round(cost.value * (len(members) - 1))
 
 
-def _with_filter(body: exp.Expression, condition: Optional[exp.Expression]) -> exp.Expression:
+def _with_filter(body: exp.Expression, condition: exp.Expression | None) -> exp.Expression:
     body = body.copy()
     if condition is None:
         return body
@@ -314,13 +358,13 @@ def _with_filter(body: exp.Expression, condition: Optional[exp.Expression]) -> e
     return body
 
 
-def _shared_where(filters: List[List[exp.Expression]]) -> Tuple[List[exp.Expression], List[Optional[exp.Expression]]]:
+def _shared_where(filters: list[list[exp.Expression]]) -> tuple[list[exp.Expression], list[exp.Expression | None]]:
     """(conjuncts of a WHERE every sibling's rows pass, each sibling's own rest or None): the
     conjuncts all share, and the OR of the rests unless one sibling has none (then it reads all).
     Every part returned is a copy of its own (the builders below take them with copy=False)."""
     common_sql = set.intersection(*[{normalized(c) for c in cs} for cs in filters])
     where = [c.copy() for c in filters[0] if normalized(c) in common_sql]
-    rests: List[Optional[exp.Expression]] = []
+    rests: list[exp.Expression | None] = []
     for cs in filters:
         rest = [c.copy() for c in cs if normalized(c) not in common_sql]
         rests.append(exp.and_(*rest, copy=False) if rest else None)
@@ -330,14 +374,16 @@ def _shared_where(filters: List[List[exp.Expression]]) -> Tuple[List[exp.Express
     return where, rests
 
 
-def _merge(expression: exp.Expression, select: exp.Select, members: List[_Sibling], equalities, estimator: Estimator) -> bool:
+def _merge(
+    expression: exp.Expression, select: exp.Select, members: list[_Sibling], equalities, estimator: Estimator
+) -> bool:
     """Merge the siblings into one derived table; True when its DISTINCT counts took the two-level form."""
     first = members[0]
     where, rests = _shared_where([m.conjuncts for m in members])
     key_outputs = first.key_outputs() if first.keys else {}
-    projections: List[exp.Expression] = []
-    mapping: Dict[Tuple[str, str], exp.Expression] = {}
-    used: Set[str] = set()
+    projections: list[exp.Expression] = []
+    mapping: dict[tuple[str, str], exp.Expression] = {}
+    used: set[str] = set()
     for key_sql, name in key_outputs.items():
         projections.append(exp.alias_(next(k for k in first.keys if normalized(k) == key_sql).copy(), name, copy=False))
         used.add(name.lower())
@@ -347,7 +393,9 @@ def _merge(expression: exp.Expression, select: exp.Select, members: List[_Siblin
         for projection in member.select.selects:
             body, name = projection.unalias(), projection.alias_or_name
             if not body.find(exp.AggFunc) and normalized(body) in member_keys:
-                mapping[(member.alias.lower(), name.lower())] = exp.column(key_outputs[normalized(body)], table=first.alias)
+                mapping[(member.alias.lower(), name.lower())] = exp.column(
+                    key_outputs[normalized(body)], table=first.alias
+                )
                 continue
             out = name if name.lower() not in used else next(extra)
             used.add(out.lower())
@@ -359,8 +407,14 @@ def _merge(expression: exp.Expression, select: exp.Select, members: List[_Siblin
     if first.keys:
         merged.set("group", first.select.args["group"].copy())
         where += [k.copy().is_(exp.null()).not_() for k in first.keys]  # the inner join drops NULL keys
-        having = [exp.GT(this=exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=r.copy())),
-                         expression=exp.Literal.number(0)) for r in rests if r is not None]
+        having = [
+            exp.GT(
+                this=exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=r.copy())),
+                expression=exp.Literal.number(0),
+            )
+            for r in rests
+            if r is not None
+        ]
         if having:  # a key is kept only where every sibling had rows of it
             merged.set("having", exp.Having(this=exp.and_(*having, copy=False)))
     if where:
@@ -397,20 +451,22 @@ def _evaluate_filters_once(select: exp.Select, root: exp.Expression) -> bool:
     if select.args.get("joins") or not isinstance(source, exp.Table) or select.find(exp.Subquery, exp.Window):
         return False
     filters = [(node, normalized(node.expression.this)) for node in select.find_all(exp.Filter)]
-    conditions: Dict[str, exp.Expression] = {}
+    conditions: dict[str, exp.Expression] = {}
     for node, key in filters:
         conditions.setdefault(key, node.expression.this)
     if len(conditions) == len(filters):
         return False  # no condition is shared
     alias = source.alias_or_name
-    columns: Dict[str, str] = {}  # lowercase -> as written: Spark's names ignore case
+    columns: dict[str, str] = {}  # lowercase -> as written: Spark's names ignore case
     for column in select.find_all(exp.Column):
         if column.table != alias:
             return False  # a reference to anything but the one table: leave the pass as it is
         columns.setdefault(column.name.lower(), column.name)
     flags = dict(zip(conditions, fresh_names(root, len(conditions), select)))
-    inner = exp.Select(expressions=[exp.alias_(exp.column(c, table=alias), c, copy=False) for c in columns.values()]
-                       + [exp.alias_(condition.copy(), flags[k], copy=False) for k, condition in conditions.items()])
+    inner = exp.Select(
+        expressions=[exp.alias_(exp.column(c, table=alias), c, copy=False) for c in columns.values()]
+        + [exp.alias_(condition.copy(), flags[k], copy=False) for k, condition in conditions.items()]
+    )
     inner.set("from_", exp.From(this=source.copy()))
     if select.args.get("where"):
         inner.set("where", select.args["where"].copy())
@@ -421,7 +477,7 @@ def _evaluate_filters_once(select: exp.Select, root: exp.Expression) -> bool:
     return True
 
 
-def _column_types(select: exp.Select, estimator: Estimator) -> Callable[[exp.Column], Optional[str]]:
+def _column_types(select: exp.Select, estimator: Estimator) -> Callable[[exp.Column], str | None]:
     """A column's type from the schema, for columns of the block's tables (None for anything else)."""
     tables = {}
     for item in from_items(select):
@@ -430,7 +486,7 @@ def _column_types(select: exp.Select, estimator: Estimator) -> Callable[[exp.Col
     return lambda column: tables.get(column.table.lower(), {}).get(column.name.lower())
 
 
-def _group_by_distinct_first(merged: exp.Select, column_type, root: exp.Expression) -> Optional[exp.Select]:
+def _group_by_distinct_first(merged: exp.Select, column_type, root: exp.Expression) -> exp.Select | None:
     """Merged scalar siblings whose COUNT(DISTINCT d) aggregates carry FILTER clauses, as two
     aggregates: the first groups the rows by d and keeps, per group, the other aggregates'
     partial results and a flag per filter; the second counts the flagged groups and combines the
@@ -456,13 +512,17 @@ def _group_by_distinct_first(merged: exp.Select, column_type, root: exp.Expressi
     names = iter(fresh_names(root, 2 * len(aggregates) + 2, merged))
     group, key = next(names), next(names)
     value = distinct[0].this.expressions[0]
-    inner: List[exp.Expression] = [exp.alias_(value.copy(), key)]
+    inner: list[exp.Expression] = [exp.alias_(value.copy(), key)]
 
-    partials: Dict[str, str] = {}
+    partials: dict[str, str] = {}
 
-    def partial(aggregate: exp.Expression, condition: Optional[exp.Expression]) -> exp.Column:
+    def partial(aggregate: exp.Expression, condition: exp.Expression | None) -> exp.Column:
         """The first level's column for this partial aggregate (one column per distinct one)."""
-        body = exp.Filter(this=aggregate, expression=exp.Where(this=condition.copy())) if condition is not None else aggregate
+        body = (
+            exp.Filter(this=aggregate, expression=exp.Where(this=condition.copy()))
+            if condition is not None
+            else aggregate
+        )
         if normalized(body) not in partials:
             partials[normalized(body)] = next(names)
             inner.append(exp.alias_(body, partials[normalized(body)]))
@@ -479,7 +539,9 @@ def _group_by_distinct_first(merged: exp.Select, column_type, root: exp.Expressi
                 counted = exp.case().when(exp.EQ(this=flag, expression=exp.Literal.number(1)), counted)
             replacement: exp.Expression = exp.Count(this=counted)
         elif isinstance(aggregate, exp.Count):
-            replacement = exp.func("COALESCE", exp.Sum(this=partial(aggregate.copy(), condition)), exp.Literal.number(0))
+            replacement = exp.func(
+                "COALESCE", exp.Sum(this=partial(aggregate.copy(), condition)), exp.Literal.number(0)
+            )
         elif isinstance(aggregate, (exp.Min, exp.Max)):
             replacement = type(aggregate)(this=partial(aggregate.copy(), condition))
         elif isinstance(aggregate, (exp.Sum, exp.Avg)):
@@ -492,8 +554,10 @@ def _group_by_distinct_first(merged: exp.Select, column_type, root: exp.Expressi
                 replacement = summed if sum_type(total) == total else exp.cast(summed, total)
             else:
                 count = exp.Sum(this=partial(exp.Count(this=argument.copy()), condition))
-                divided = exp.Div(this=exp.cast(summed, total),
-                                  expression=exp.cast(exp.func("NULLIF", count, exp.Literal.number(0)), COUNT_AS_DECIMAL))
+                divided = exp.Div(
+                    this=exp.cast(summed, total),
+                    expression=exp.cast(exp.func("NULLIF", count, exp.Literal.number(0)), COUNT_AS_DECIMAL),
+                )
                 replacement = exp.cast(divided, avg_type(argument_type))
         else:
             return None

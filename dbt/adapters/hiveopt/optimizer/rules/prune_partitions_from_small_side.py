@@ -55,8 +55,9 @@ from __future__ import annotations
 
 import datetime
 import decimal
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
@@ -88,8 +89,14 @@ _INTEGRAL = ("tinyint", "smallint", "int", "integer", "bigint", "byte", "short",
 # Key types whose values we can write back as literals that compare exactly as the join does.
 # Floating point is left out (NaN joins NaN in Spark; no literal for it); timestamps too (the
 # session time zone decides how a fetched value reads back).
-_LITERAL_KINDS = {**{t: "integral" for t in _INTEGRAL}, "decimal": "decimal", "string": "string",
-                  "varchar": "string", "char": "string", "date": "date"}
+_LITERAL_KINDS = {
+    **{t: "integral" for t in _INTEGRAL},
+    "decimal": "decimal",
+    "string": "string",
+    "varchar": "string",
+    "char": "string",
+    "date": "date",
+}
 
 
 @dataclass(frozen=True)
@@ -105,7 +112,7 @@ class ValueFetch:
     # The small side's non-NULL keys as a subquery of the block (no DISTINCT, no LIMIT): the
     # semi-join filter when the values cannot be fetched or listed. None when the small side
     # reads a non-deterministic expression (a copy would draw other values).
-    keys_query: Optional[exp.Select] = None
+    keys_query: exp.Select | None = None
 
 
 @dataclass
@@ -120,7 +127,7 @@ class _Candidate:
     small_alias: str
     reason: str
     fetch: ValueFetch
-    details: Dict[str, Any]
+    details: dict[str, Any]
     aggregated: bool = False
 
 
@@ -131,32 +138,49 @@ def sql_expression(sql: str, context) -> exp.Expression:
     return prepare_query(sql, context.schema, context.default_db).expression
 
 
-def plan_value_fetches(expression: exp.Expression, schema, statistics, config: OptimizerConfig,
-                       materialization: str, partitioning: Dict[str, List[str]]) -> List[ValueFetch]:
+def plan_value_fetches(
+    expression: exp.Expression,
+    schema,
+    statistics,
+    config: OptimizerConfig,
+    materialization: str,
+    partitioning: dict[str, list[str]],
+) -> list[ValueFetch]:
     """The small-side queries the adapter should run before the rules (pure: no I/O)."""
     if not config.rule_enabled("prune_partitions_from_small_side") or materialization not in BUILDS_THAT_RUN_NOW:
         return []
-    fetches: Dict[str, ValueFetch] = {}
+    fetches: dict[str, ValueFetch] = {}
     for candidate in _candidates(expression, schema, statistics, config, partitioning, DecisionLog("plan")):
         fetches.setdefault(candidate.fetch.key, candidate.fetch)
     return list(fetches.values())
 
 
-def prune_partitions_from_small_side(expression: exp.Expression, schema, statistics, config: OptimizerConfig,
-                                     materialization: str, partitioning: Dict[str, List[str]],
-                                     fetched_values: Dict[str, FetchedValues], log: DecisionLog) -> exp.Expression:
+def prune_partitions_from_small_side(
+    expression: exp.Expression,
+    schema,
+    statistics,
+    config: OptimizerConfig,
+    materialization: str,
+    partitioning: dict[str, list[str]],
+    fetched_values: dict[str, FetchedValues],
+    log: DecisionLog,
+) -> exp.Expression:
     if materialization not in BUILDS_THAT_RUN_NOW:
         if expression.find(exp.Join) is not None:
             log.skipped(f"materialized as {materialization}: a stored definition must not depend on today's data")
         return expression
     # Predicates per wrapped relation: one derived table even when several joins prune it.
-    wraps: Dict[int, Tuple[exp.Expression, str, List[exp.Expression]]] = {}
+    wraps: dict[int, tuple[exp.Expression, str, list[exp.Expression]]] = {}
     for candidate in list(_candidates(expression, schema, statistics, config, partitioning, log)):
         fetched = fetched_values.get(candidate.fetch.key)
         details = dict(candidate.details)
         if fetched is None or fetched.error is not None:
-            why = ("the small side's values were not fetched (no session connection, prune_fetch_values off, or "
-                   "another build)" if fetched is None else f"the small side's values could not be fetched: {fetched.error}")
+            why = (
+                "the small side's values were not fetched (no session connection, prune_fetch_values off, or "
+                "another build)"
+                if fetched is None
+                else f"the small side's values could not be fetched: {fetched.error}"
+            )
             predicate, kind, reason = _semi_join(candidate, why)
         else:
             predicate, kind, reason = _predicate(candidate, fetched, statistics, config)
@@ -170,8 +194,12 @@ def prune_partitions_from_small_side(expression: exp.Expression, schema, statist
         wraps.setdefault(id(node), (node, candidate.big_alias, []))[2].append(predicate)
         if details.get("sorted_by_key") and not isinstance(predicate.args.get("query"), exp.Subquery):
             kind += " (the table is sorted by the key: the Parquet reader skips row groups by min/max)"
-        log.fired(f"{candidate.reason}; injected {kind}", predicate=predicate.sql(DIALECT)[:200],
-                  fetch_seconds=round(fetched.seconds, 3) if fetched else 0.0, **details)
+        log.fired(
+            f"{candidate.reason}; injected {kind}",
+            predicate=predicate.sql(DIALECT)[:200],
+            fetch_seconds=round(fetched.seconds, 3) if fetched else 0.0,
+            **details,
+        )
     for node, alias, predicates in wraps.values():
         inner = node.copy()
         wrapped = exp.select(exp.Star()).from_(inner).where(exp.and_(*predicates))
@@ -181,11 +209,21 @@ def prune_partitions_from_small_side(expression: exp.Expression, schema, statist
 
 # -- detection ------------------------------------------------------------------------------------
 
-def _candidates(expression: exp.Expression, schema, statistics, config: OptimizerConfig,
-                partitioning: Dict[str, List[str]], log: DecisionLog) -> Iterator[_Candidate]:
+
+def _candidates(
+    expression: exp.Expression,
+    schema,
+    statistics,
+    config: OptimizerConfig,
+    partitioning: dict[str, list[str]],
+    log: DecisionLog,
+) -> Iterator[_Candidate]:
     estimator = Estimator(expression, schema, statistics)
-    lowered = {f"{db}.{t}".lower(): {c.lower(): ty for c, ty in cols.items()}
-               for db, ts in schema.items() for t, cols in ts.items()}
+    lowered = {
+        f"{db}.{t}".lower(): {c.lower(): ty for c, ty in cols.items()}
+        for db, ts in schema.items()
+        for t, cols in ts.items()
+    }
     parts = {name.lower(): [c.lower() for c in cols] for name, cols in (partitioning or {}).items()}
     with_ = expression.args.get("with_")
     for scope in traverse_scope(expression):
@@ -193,7 +231,7 @@ def _candidates(expression: exp.Expression, schema, statistics, config: Optimize
         if not isinstance(select, exp.Select) or not select.args.get("joins"):
             continue
         label = block_label(scope)
-        joins: List[exp.Join] = select.args["joins"]
+        joins: list[exp.Join] = select.args["joins"]
         sides = {(j.side or "").upper() for j in joins}
         where_ok = not (sides & {"RIGHT", "FULL"})
         first = select.args["from_"].this
@@ -214,13 +252,14 @@ def _candidates(expression: exp.Expression, schema, statistics, config: Optimize
                         log.skipped(f"{big}: {why_not}", block=label, big=big, small=small)
                         continue
                     filters = _small_filters(select, join, small, where_ok)
-                    candidate = _candidate(scope, label, join, big_key, small_key, filters,
-                                           with_, estimator, lowered, parts, config, log)
+                    candidate = _candidate(
+                        scope, label, join, big_key, small_key, filters, with_, estimator, lowered, parts, config, log
+                    )
                     if candidate is not None:
                         yield candidate
 
 
-def _not_prunable(join: exp.Join, big_is_right: bool) -> Optional[str]:
+def _not_prunable(join: exp.Join, big_is_right: bool) -> str | None:
     """Why the big side of this join may not be filtered (None: it may)."""
     side, kind = (join.side or "").upper(), (join.kind or "").upper()
     if kind == "ANTI":
@@ -232,17 +271,20 @@ def _not_prunable(join: exp.Join, big_is_right: bool) -> Optional[str]:
     if side == "LEFT" and not big_is_right:
         return "the preserved side of a LEFT join: never pruned"
     if side == "RIGHT":
-        return ("the preserved side of a RIGHT join: never pruned" if big_is_right
-                else "the null-supplying side of a RIGHT join: not handled (written as a LEFT join it is)")
+        return (
+            "the preserved side of a RIGHT join: never pruned"
+            if big_is_right
+            else "the null-supplying side of a RIGHT join: not handled (written as a LEFT join it is)"
+        )
     return None
 
 
-def _small_filters(select: exp.Select, join: exp.Join, small: str, where_ok: bool) -> List[exp.Expression]:
+def _small_filters(select: exp.Select, join: exp.Join, small: str, where_ok: bool) -> list[exp.Expression]:
     """The small side's own filters that every row reaching the output satisfies: WHERE and
     inner-join ON conjuncts reading only it (only when no RIGHT or FULL join can bring back rows
     the join dropped), and the ON conjuncts of the join itself when the small side is its inner
     or semi right side. Sorted, so the join order the earlier rules chose does not matter."""
-    found: List[exp.Expression] = []
+    found: list[exp.Expression] = []
     if where_ok:
         where = select.args.get("where")
         found += conjuncts(where.this if where else None)
@@ -254,7 +296,7 @@ def _small_filters(select: exp.Select, join: exp.Join, small: str, where_ok: boo
     return [unique[k].copy() for k in sorted(unique)]
 
 
-def _preserved_earlier(joins: List[exp.Join], join: exp.Join) -> bool:
+def _preserved_earlier(joins: list[exp.Join], join: exp.Join) -> bool:
     """An earlier relation is preserved when an earlier join of the block is RIGHT or FULL."""
     for other in joins:
         if other is join:
@@ -264,12 +306,22 @@ def _preserved_earlier(joins: List[exp.Join], join: exp.Join) -> bool:
     return False
 
 
-def _candidate(scope: Scope, label: str, join: exp.Join, big_key: exp.Column, small_key: exp.Column,
-               filters: List[exp.Expression], with_: Optional[exp.With], estimator: Estimator,
-               lowered: Dict[str, Dict[str, str]], parts: Dict[str, List[str]], config: OptimizerConfig,
-               log: DecisionLog) -> Optional[_Candidate]:
+def _candidate(
+    scope: Scope,
+    label: str,
+    join: exp.Join,
+    big_key: exp.Column,
+    small_key: exp.Column,
+    filters: list[exp.Expression],
+    with_: exp.With | None,
+    estimator: Estimator,
+    lowered: dict[str, dict[str, str]],
+    parts: dict[str, list[str]],
+    config: OptimizerConfig,
+    log: DecisionLog,
+) -> _Candidate | None:
     big, small = big_key.table, small_key.table
-    details: Dict[str, Any] = dict(block=label, big=big, key=big_key.name, small=small)
+    details: dict[str, Any] = dict(block=label, big=big, key=big_key.name, small=small)
     big_trace = _trace(scope, big, big_key.name)
     if isinstance(big_trace, str):
         log.skipped(f"big side key: {big_trace}", **details)
@@ -284,14 +336,19 @@ def _candidate(scope: Scope, label: str, join: exp.Join, big_key: exp.Column, sm
         # A side inside a parenthesized join (reorder_joins writes them) has no node of its own
         # in the block to wrap or to read its filters from (fuzz case 5633).
         if _relation_node(scope.expression, alias) is None:
-            log.skipped(f"the {side} side is not a relation of the block's FROM or JOIN (it sits in a "
-                        "parenthesized join)", **details)
+            log.skipped(
+                f"the {side} side is not a relation of the block's FROM or JOIN (it sits in a parenthesized join)",
+                **details,
+            )
             return None
     big_type = lowered.get(table, {}).get(column, "")
     small_type = lowered.get(small_trace[0], {}).get(small_trace[1], "")
     big_kind, small_kind = _LITERAL_KINDS.get(base_type(big_type)), _LITERAL_KINDS.get(base_type(small_type))
     if big_kind is None or big_kind != small_kind or (big_kind == "decimal" and big_type != small_type):
-        log.skipped(f"key types {big_type or '?'} and {small_type or '?'}: only equal integral, decimal, string or date keys are written as literals", **details)
+        log.skipped(
+            f"key types {big_type or '?'} and {small_type or '?'}: only equal integral, decimal, string or date keys are written as literals",
+            **details,
+        )
         return None
 
     stats = estimator.statistics.get(table)
@@ -301,7 +358,10 @@ def _candidate(scope: Scope, label: str, join: exp.Join, big_key: exp.Column, sm
         return None
     big_bytes = stats.size_bytes if not stats.size_bytes.is_absent else estimator.table(exp.to_table(table)).bytes()
     if big_bytes.is_absent or big_bytes.value < config.prune_min_big_bytes:
-        log.skipped(f"the big table is small ({_mb(big_bytes.value)} < {_mb(config.prune_min_big_bytes)}): reading it whole is cheap", **details)
+        log.skipped(
+            f"the big table is small ({_mb(big_bytes.value)} < {_mb(config.prune_min_big_bytes)}): reading it whole is cheap",
+            **details,
+        )
         return None
     big_ndv = stats.column(column).ndv
     small_ndv = small_relation.column(f"{small}.{small_key.name}").ndv
@@ -319,7 +379,10 @@ def _candidate(scope: Scope, label: str, join: exp.Join, big_key: exp.Column, sm
             fraction = min(fraction, kept.value / whole.value)
     details.update(key_fraction=round(fraction, 4), big_mb=round(big_bytes.value / 1024 / 1024, 1))
     if fraction > MAX_KEY_FRACTION and not filters:
-        log.skipped(f"the small side is not filtered and keeps about {fraction:.0%} of the key's values: too little to prune", **details)
+        log.skipped(
+            f"the small side is not filtered and keeps about {fraction:.0%} of the key's values: too little to prune",
+            **details,
+        )
         return None
     # With filters the estimate (uniform over the other columns) cannot tell which keys they
     # keep: the fetched values decide (see _predicate).
@@ -331,20 +394,28 @@ def _candidate(scope: Scope, label: str, join: exp.Join, big_key: exp.Column, sm
         # Measured (bench/pruning.py): Spark's DPP also prunes through an aggregate grouped by the key.
         through = " (through the aggregate too)" if aggregated else ""
         if broadcast:
-            log.skipped(f"{table} is partitioned on {column} and the small side is broadcast "
-                        f"({_mb(small_bytes.value)}): Spark's dynamic partition pruning prunes it{through}", **details)
+            log.skipped(
+                f"{table} is partitioned on {column} and the small side is broadcast "
+                f"({_mb(small_bytes.value)}): Spark's dynamic partition pruning prunes it{through}",
+                **details,
+            )
             return None
-        reason = (f"{table} is partitioned on {column} but the small side ({_mb(small_bytes.value)}) stays a "
-                  "sort-merge join: Spark's DPP does not prune")
+        reason = (
+            f"{table} is partitioned on {column} but the small side ({_mb(small_bytes.value)}) stays a "
+            "sort-merge join: Spark's DPP does not prune"
+        )
     else:
         declared = {str(t).lower(): [str(c).lower() for c in cols] for t, cols in (config.sorted_keys or {}).items()}
         sorted_by_key = column in declared.get(table, [])
         if not sorted_by_key and not aggregated:
             # Measured: on TPC-H's lineitem (not sorted by l_partkey) a 204-value IN-list and its
             # fetch made a star query 2x slower: no row group can be skipped, every row is tested.
-            log.skipped(f"{table} is not partitioned on {column} nor declared sorted by it (sorted_keys), and not "
-                        "aggregated before the join: no row group can be skipped by its values, a filter would only "
-                        "add work; left to Spark", **details)
+            log.skipped(
+                f"{table} is not partitioned on {column} nor declared sorted by it (sorted_keys), and not "
+                "aggregated before the join: no row group can be skipped by its values, a filter would only "
+                "add work; left to Spark",
+                **details,
+            )
             return None
         reason = f"{table} is not partitioned on {column}: Spark's DPP cannot prune"
         if aggregated:
@@ -355,8 +426,15 @@ def _candidate(scope: Scope, label: str, join: exp.Join, big_key: exp.Column, sm
             details.update(sorted_by_key=True)
     small_bytes_keys = small_relation.bytes([f"{small}.{small_key.name}"])
     details.update(small_key_mb=None if small_bytes_keys.is_absent else round(small_bytes_keys.value / 1024 / 1024, 2))
-    fetch = _fetch(scope, small, small_key, filters, with_, config,
-                   broadcast=not small_bytes_keys.is_absent and small_bytes_keys.value <= config.broadcast_threshold_bytes)
+    fetch = _fetch(
+        scope,
+        small,
+        small_key,
+        filters,
+        with_,
+        config,
+        broadcast=not small_bytes_keys.is_absent and small_bytes_keys.value <= config.broadcast_threshold_bytes,
+    )
     return _Candidate(scope, label, join, big, big_key, table, big_type, small, reason, fetch, details, aggregated)
 
 
@@ -380,7 +458,10 @@ def _trace(scope: Scope, alias: str, name: str):
             return f"{alias}.{name} is computed, not a column of the table"
         group = inner.args.get("group")
         if group is not None:
-            if not any(isinstance(g, exp.Column) and g.table == target.table and g.name == target.name for g in group.expressions):
+            if not any(
+                isinstance(g, exp.Column) and g.table == target.table and g.name == target.name
+                for g in group.expressions
+            ):
                 return f"{alias}.{name} is not a grouping column"
             aggregated = True
         elif inner.find(exp.AggFunc):
@@ -389,8 +470,15 @@ def _trace(scope: Scope, alias: str, name: str):
     return "too deeply nested"
 
 
-def _fetch(scope: Scope, small: str, small_key: exp.Column, filters: List[exp.Expression],
-           with_: Optional[exp.With], config: OptimizerConfig, broadcast: bool) -> ValueFetch:
+def _fetch(
+    scope: Scope,
+    small: str,
+    small_key: exp.Column,
+    filters: list[exp.Expression],
+    with_: exp.With | None,
+    config: OptimizerConfig,
+    broadcast: bool,
+) -> ValueFetch:
     """SELECT DISTINCT key FROM <small side with its own filters> — a superset of the keys that
     reach the join, which is all the rewrite needs. Also the same keys as a subquery for the
     semi-join filter, with a BROADCAST hint when they fit (`broadcast`): Spark sizes the subquery
@@ -404,10 +492,14 @@ def _fetch(scope: Scope, small: str, small_key: exp.Column, filters: List[exp.Ex
     keys_query = None
     if broadcast and _deterministic(node, with_):
         keys_query = base.copy()
-        keys_query.set("hint", exp.Hint(expressions=[exp.Anonymous(this="BROADCAST", expressions=[exp.to_identifier(small)])]))
+        keys_query.set(
+            "hint", exp.Hint(expressions=[exp.Anonymous(this="BROADCAST", expressions=[exp.to_identifier(small)])])
+        )
     values = base.copy().distinct().limit(config.prune_max_values + 1)
     bounds = base.copy()
-    bounds.set("expressions", [exp.alias_(exp.Min(this=key.copy()), "low"), exp.alias_(exp.Max(this=key.copy()), "high")])
+    bounds.set(
+        "expressions", [exp.alias_(exp.Min(this=key.copy()), "low"), exp.alias_(exp.Max(this=key.copy()), "high")]
+    )
     identity = values.copy()
     for hint in list(identity.find_all(exp.Hint)):
         hint.pop()
@@ -417,7 +509,7 @@ def _fetch(scope: Scope, small: str, small_key: exp.Column, filters: List[exp.Ex
     return ValueFetch(identity.sql(DIALECT), values, bounds, small, keys_query)
 
 
-def _deterministic(node: exp.Expression, with_: Optional[exp.With]) -> bool:
+def _deterministic(node: exp.Expression, with_: exp.With | None) -> bool:
     """No non-deterministic function in the small side (nor in the CTE it names): a copy of it in
     a semi-join filter must return the rows the join reads."""
     bodies = [node]
@@ -431,11 +523,10 @@ def _inner(join: exp.Join) -> bool:
 
 
 def _local(predicate: exp.Expression, alias: str) -> bool:
-    return (aliases_of(predicate) == {alias} and predicate.find(exp.Query) is None
-            and deterministic(predicate))
+    return aliases_of(predicate) == {alias} and predicate.find(exp.Query) is None and deterministic(predicate)
 
 
-def _relation_node(select: exp.Select, alias: str) -> Optional[exp.Expression]:
+def _relation_node(select: exp.Select, alias: str) -> exp.Expression | None:
     for node in [select.args["from_"].this, *(j.this for j in select.args.get("joins") or [])]:
         if node.alias_or_name == alias and nested_join(node) is None:
             return node
@@ -443,6 +534,7 @@ def _relation_node(select: exp.Select, alias: str) -> Optional[exp.Expression]:
 
 
 # -- the predicate --------------------------------------------------------------------------------
+
 
 def _predicate(candidate: _Candidate, fetched: FetchedValues, statistics, config: OptimizerConfig):
     """(predicate, kind, None) to inject, or (None, None, why not)."""
@@ -456,8 +548,14 @@ def _predicate(candidate: _Candidate, fetched: FetchedValues, statistics, config
             return exp.false(), "FALSE (the small side holds no key)", None
         share = len(values) / candidate.details["big_ndv"]
         if share > MAX_KEY_FRACTION:
-            return None, None, (f"the small side holds {len(values)} key values, about {min(share, 1):.0%} of the key's "
-                                f"{candidate.details['big_ndv']} distinct values: too little to prune")
+            return (
+                None,
+                None,
+                (
+                    f"the small side holds {len(values)} key values, about {min(share, 1):.0%} of the key's "
+                    f"{candidate.details['big_ndv']} distinct values: too little to prune"
+                ),
+            )
         literals = [_literal(v, kind, candidate.big_type) for v in values]
         if any(lit is None for lit in literals):
             return None, None, f"a fetched value does not fit the key's type ({kind}): left to Spark"
@@ -469,9 +567,16 @@ def _predicate(candidate: _Candidate, fetched: FetchedValues, statistics, config
     covered = _range_fraction(fetched.low, fetched.high, column.min, column.max)
     if covered is None or covered > MAX_RANGE_FRACTION:
         share = "unknown" if covered is None else f"{covered:.0%}"
-        return _semi_join(candidate, f"more than {config.prune_max_values} values and their range covers {share} of "
-                                     "the key's min..max: a range prunes too little")
-    return exp.Between(this=key, low=low, high=high), f"a range (more than {config.prune_max_values} values; {covered:.0%} of the key's min..max)", None
+        return _semi_join(
+            candidate,
+            f"more than {config.prune_max_values} values and their range covers {share} of "
+            "the key's min..max: a range prunes too little",
+        )
+    return (
+        exp.Between(this=key, low=low, high=high),
+        f"a range (more than {config.prune_max_values} values; {covered:.0%} of the key's min..max)",
+        None,
+    )
 
 
 def _semi_join(candidate: _Candidate, why: str):
@@ -482,25 +587,42 @@ def _semi_join(candidate: _Candidate, why: str):
     only matching rows; where the big side is read as is it lost (0.77-0.94x): the join already
     filters it, Spark's DPP needs a broadcast join and the Parquet reader needs literals."""
     if not candidate.aggregated:
-        return None, None, (f"{why}; a semi-join filter is no faster where the big side is read as is (measured "
-                            "0.77-0.94x: the join already filters it); left to Spark")
+        return (
+            None,
+            None,
+            (
+                f"{why}; a semi-join filter is no faster where the big side is read as is (measured "
+                "0.77-0.94x: the join already filters it); left to Spark"
+            ),
+        )
     if candidate.fetch.keys_query is None:
-        return None, None, (f"{why}; the small side's keys are not known to fit a broadcast, or it reads a "
-                            "non-deterministic expression: no semi-join filter; left to Spark")
+        return (
+            None,
+            None,
+            (
+                f"{why}; the small side's keys are not known to fit a broadcast, or it reads a "
+                "non-deterministic expression: no semi-join filter; left to Spark"
+            ),
+        )
     key = exp.column(candidate.big_key.name, table=candidate.big_alias)
-    return (exp.In(this=key, query=exp.Subquery(this=candidate.fetch.keys_query.copy())),
-            f"a semi-join filter below the aggregate ({why})", None)
+    return (
+        exp.In(this=key, query=exp.Subquery(this=candidate.fetch.keys_query.copy())),
+        f"a semi-join filter below the aggregate ({why})",
+        None,
+    )
 
 
-def _literal(value: Any, kind: str, data_type: str) -> Optional[exp.Expression]:
+def _literal(value: Any, kind: str, data_type: str) -> exp.Expression | None:
     """An AST literal of the key's type (literals.literal_for), only for a fetched value whose
     Python type is the key's own: a value of another type is never coerced into the list."""
     if value is None or isinstance(value, bool):
         return None
-    fits = {"integral": isinstance(value, int),
-            "decimal": isinstance(value, int) or (isinstance(value, decimal.Decimal) and value.is_finite()),
-            "string": isinstance(value, str),
-            "date": isinstance(value, datetime.date) and not isinstance(value, datetime.datetime)}
+    fits = {
+        "integral": isinstance(value, int),
+        "decimal": isinstance(value, int) or (isinstance(value, decimal.Decimal) and value.is_finite()),
+        "string": isinstance(value, str),
+        "date": isinstance(value, datetime.date) and not isinstance(value, datetime.datetime),
+    }
     return literal_for(value, data_type) if fits.get(kind) else None
 
 
@@ -508,7 +630,7 @@ def _sort_key(value: Any):
     return (type(value).__name__, value)
 
 
-def _ordinal(value: Any) -> Optional[float]:
+def _ordinal(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float, decimal.Decimal)):
@@ -526,7 +648,7 @@ def _ordinal(value: Any) -> Optional[float]:
     return None
 
 
-def _range_fraction(low: Any, high: Any, col_min: Any, col_max: Any) -> Optional[float]:
+def _range_fraction(low: Any, high: Any, col_min: Any, col_max: Any) -> float | None:
     points = [_ordinal(v) for v in (low, high, col_min, col_max)]
     if any(p is None for p in points):
         return None
@@ -536,5 +658,5 @@ def _range_fraction(low: Any, high: Any, col_min: Any, col_max: Any) -> Optional
     return max(0.0, min(1.0, (hi - lo) / (cmax - cmin)))
 
 
-def _mb(value: Optional[float]) -> str:
+def _mb(value: float | None) -> str:
     return "unknown" if value is None else f"{value / 1024 / 1024:.1f} MB"

@@ -24,7 +24,6 @@ SELECT d1.v AS v FROM db.d1 AS d1 JOIN db.f AS f ON f.k = d1.k AND 1 = 1 JOIN db
 from __future__ import annotations
 
 import math
-from typing import Dict, FrozenSet, List, Optional, Tuple
 
 from sqlglot import exp
 
@@ -55,9 +54,15 @@ BUSHY_MIN_GAIN = 2.0
 class _Planner:
     """Leaf and join plans of one graph, for the enumerator."""
 
-    def __init__(self, graph: JoinGraph, leaves: List[RelationEstimate], widths: List[float], model: CostModel,
-                 bucketed: Optional[List[Optional[FrozenSet[str]]]] = None,
-                 file_bytes: Optional[List[float]] = None):
+    def __init__(
+        self,
+        graph: JoinGraph,
+        leaves: list[RelationEstimate],
+        widths: list[float],
+        model: CostModel,
+        bucketed: list[frozenset[str] | None] | None = None,
+        file_bytes: list[float] | None = None,
+    ):
         self.graph, self.leaves, self.widths, self.model = graph, leaves, widths, model
         # What Spark's static estimate starts from: each table's size on disk (unknown: infinite).
         self.file_bytes = file_bytes or [float("inf")] * len(graph.aliases)
@@ -67,7 +72,7 @@ class _Planner:
         self.adj = [0] * len(graph.aliases)
         # The enumerator joins tens of thousands of pairs: what each edge contributes is read once.
         # (bit of one end, bit of the other, NDV divisor or None when absent, the key pair)
-        self.edges: List[Tuple[int, int, Optional[float], Tuple[str, str]]] = []
+        self.edges: list[tuple[int, int, float | None, tuple[str, str]]] = []
         for edge in graph.edges:
             a, b = self.index[edge.left], self.index[edge.right]
             self.adj[a] |= 1 << b
@@ -88,10 +93,18 @@ class _Planner:
 
     def leaf(self, i: int) -> Plan:
         rows = self.leaves[i].rows.value
-        return Plan(1 << i, rows=rows, cost=0.0, info={
-            "width": self.widths[i], "partitioned_on": self.bucketed[i], "spark_bytes": self.file_bytes[i],
-            # A relation is named by a hint; the joins before a barrier are not one relation.
-            "hintable": self.graph.aliases[i] != PREFIX})
+        return Plan(
+            1 << i,
+            rows=rows,
+            cost=0.0,
+            info={
+                "width": self.widths[i],
+                "partitioned_on": self.bucketed[i],
+                "spark_bytes": self.file_bytes[i],
+                # A relation is named by a hint; the joins before a barrier are not one relation.
+                "hintable": self.graph.aliases[i] != PREFIX,
+            },
+        )
 
     def _input(self, plan: Plan) -> JoinInput:
         buildable = plan.info["hintable"] or plan.info["spark_bytes"] <= self.model.broadcast_threshold_bytes
@@ -101,7 +114,7 @@ class _Planner:
         lr, rr = left.relations, right.relations
         union = lr | rr
         rows = left.rows * right.rows
-        keys: List[Tuple[str, str]] = []
+        keys: list[tuple[str, str]] = []
         for a, b, divisor, key in self.edges:
             if (a & lr and b & rr) or (a & rr and b & lr):
                 if divisor is None:
@@ -117,9 +130,20 @@ class _Planner:
         cost, algorithm, partitioning = self.model.join_cost(self._input(left), self._input(right), keys, rows * width)
         # Spark sizes a join without column statistics as the product of its inputs' sizes.
         spark_bytes = left.info["spark_bytes"] * right.info["spark_bytes"]
-        return Plan(union, left, right, rows=rows, cost=left.cost + right.cost + cost,
-                    info={"width": width, "partitioned_on": partitioning, "algorithm": algorithm,
-                          "spark_bytes": spark_bytes, "hintable": False})
+        return Plan(
+            union,
+            left,
+            right,
+            rows=rows,
+            cost=left.cost + right.cost + cost,
+            info={
+                "width": width,
+                "partitioned_on": partitioning,
+                "algorithm": algorithm,
+                "spark_bytes": spark_bytes,
+                "hintable": False,
+            },
+        )
 
     def written(self) -> Plan:
         plan = self.leaf(0)
@@ -132,34 +156,43 @@ class _Planner:
             return self.graph.aliases[plan.leaves()[0]]
         return f"({self.describe(plan.left)} ⋈ {self.describe(plan.right)})"
 
-    def intermediates(self, plan: Plan) -> List[Dict[str, object]]:
+    def intermediates(self, plan: Plan) -> list[dict[str, object]]:
         if plan.is_leaf:
             return []
-        return self.intermediates(plan.left) + self.intermediates(plan.right) + [
-            {"join": self.describe(plan), "rows": round(plan.rows), "algorithm": plan.info.get("algorithm")}]
+        return (
+            self.intermediates(plan.left)
+            + self.intermediates(plan.right)
+            + [{"join": self.describe(plan), "rows": round(plan.rows), "algorithm": plan.info.get("algorithm")}]
+        )
 
 
-def _bucket_keys(source: exp.Expression, alias: str, bucketing: Dict[str, List[str]]) -> Optional[FrozenSet[str]]:
+def _bucket_keys(source: exp.Expression, alias: str, bucketing: dict[str, list[str]]) -> frozenset[str] | None:
     if not isinstance(source, exp.Table):
         return None
     columns = bucketing.get(".".join(p for p in (source.db, source.name) if p).lower())
     return frozenset(f"{alias}.{c.lower()}" for c in columns) if columns else None
 
 
-def _file_bytes(source: Optional[exp.Expression], statistics) -> float:
+def _file_bytes(source: exp.Expression | None, statistics) -> float:
     if not isinstance(source, exp.Table):
         return float("inf")
     stats = statistics.get(".".join(p for p in (source.db, source.name) if p))
     return float("inf") if stats is None or stats.size_bytes.is_absent else stats.size_bytes.value
 
 
-def reorder_joins(expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog,
-                  bucketing: Optional[Dict[str, List[str]]] = None) -> exp.Expression:
+def reorder_joins(
+    expression: exp.Expression,
+    schema,
+    statistics,
+    config: OptimizerConfig,
+    log: DecisionLog,
+    bucketing: dict[str, list[str]] | None = None,
+) -> exp.Expression:
     model = CostModel(config.broadcast_threshold_bytes, config.parallelism)
     # Blocks are visited innermost first and rewritten in place, so one estimator serves them all.
     estimator = Estimator(expression, schema, statistics)
     for scope, select, label in join_blocks(expression, log):
-        start: Optional[int] = 0
+        start: int | None = 0
         while start is not None:
             graph = build_join_graph(select, start)
             if graph is None:
@@ -176,8 +209,16 @@ def reorder_joins(expression: exp.Expression, schema, statistics, config: Optimi
     return expression
 
 
-def _reorder_run(scope, select: exp.Select, graph: JoinGraph, estimator: Estimator, model: CostModel,
-                 bucketing: Dict[str, List[str]], log: DecisionLog, label: str) -> None:
+def _reorder_run(
+    scope,
+    select: exp.Select,
+    graph: JoinGraph,
+    estimator: Estimator,
+    model: CostModel,
+    bucketing: dict[str, list[str]],
+    log: DecisionLog,
+    label: str,
+) -> None:
     if len(graph.aliases) < MIN_RELATIONS:
         return
     if graph.start:
@@ -212,9 +253,14 @@ def _reorder_run(scope, select: exp.Select, graph: JoinGraph, estimator: Estimat
     bushy, left_deep, method = best_plans(len(graph.aliases), planner.adj, planner.leaf, planner.join, MAX_DP_PAIRS)
     best = bushy if bushy.cost * BUSHY_MIN_GAIN <= left_deep.cost else left_deep
     details = dict(
-        block=label, relations=len(graph.aliases), method=method,
-        cost_before=round(written.cost), cost_after=round(best.cost), best_bushy_cost=round(bushy.cost),
-        written_tree=planner.describe(written), chosen_tree=planner.describe(best),
+        block=label,
+        relations=len(graph.aliases),
+        method=method,
+        cost_before=round(written.cost),
+        cost_after=round(best.cost),
+        best_bushy_cost=round(bushy.cost),
+        written_tree=planner.describe(written),
+        chosen_tree=planner.describe(best),
         intermediates=planner.intermediates(best),
         **({"barrier": graph.barrier} if graph.barrier else {}),
     )
@@ -231,14 +277,14 @@ def _rewrite(select: exp.Select, graph: JoinGraph, planner: _Planner, plan: Plan
     """Write the plan as FROM + joins. Every ON predicate of the run (and every join predicate
     taken from WHERE) goes to the lowest join holding all it reads: an inner join's ON filter on
     one relation stays an ON filter, which matters when a RIGHT or FULL join follows the run."""
-    placed: List[Tuple[FrozenSet[str], exp.Expression]] = (
+    placed: list[tuple[frozenset[str], exp.Expression]] = (
         [(frozenset((e.left, e.right)), e.predicate) for e in graph.edges]
         + list(graph.complex_predicates)
         + [(frozenset(graph.node_of(a) for a in aliases_of(p)), p) for p in graph.local_on_predicates]
     )
     used = set()
 
-    def predicates_for(left: Plan, right: Plan) -> List[exp.Expression]:
+    def predicates_for(left: Plan, right: Plan) -> list[exp.Expression]:
         out = []
         joined = set(_aliases(planner, left)) | set(_aliases(planner, right))
         for i, (read, predicate) in enumerate(placed):
@@ -247,7 +293,7 @@ def _rewrite(select: exp.Select, graph: JoinGraph, planner: _Planner, plan: Plan
                 out.append(predicate.copy())
         return out
 
-    def build(node: Plan) -> Optional[Tuple[exp.Expression, List[exp.Join]]]:
+    def build(node: Plan) -> tuple[exp.Expression, list[exp.Join]] | None:
         if node.is_leaf:
             alias = graph.aliases[node.leaves()[0]]
             if alias == PREFIX:  # the block's joins up to the barrier, kept as written
@@ -280,7 +326,7 @@ def _rewrite(select: exp.Select, graph: JoinGraph, planner: _Planner, plan: Plan
         return False
     first, joins = built
     all_joins = select.args.get("joins") or []
-    rest = all_joins[graph.start + graph.run_length:]
+    rest = all_joins[graph.start + graph.run_length :]
     select.set("from_", exp.From(this=first))
     select.set("joins", joins + rest)
     if graph.moved_from_where:  # the join predicates written in WHERE now stand in ON clauses
@@ -291,5 +337,5 @@ def _rewrite(select: exp.Select, graph: JoinGraph, planner: _Planner, plan: Plan
     return True
 
 
-def _aliases(planner: _Planner, plan: Plan) -> List[str]:
+def _aliases(planner: _Planner, plan: Plan) -> list[str]:
     return [planner.graph.aliases[i] for i in plan.leaves()]

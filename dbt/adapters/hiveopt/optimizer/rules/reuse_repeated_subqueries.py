@@ -23,7 +23,6 @@ once and shares the result, which is also what its meaning asks for.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Dict, List
 
 from sqlglot import exp
 
@@ -31,27 +30,33 @@ from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.prepare import deterministic
 from dbt.adapters.hiveopt.optimizer.rules.correlation import normalized
 
-LEFT_TO_SPARK = ("left to Spark, which inlines it and reuses identical exchanges (ReusedExchange); a SELECT cannot "
-                 "materialize it, and no rewrite measured faster")
+LEFT_TO_SPARK = (
+    "left to Spark, which inlines it and reuses identical exchanges (ReusedExchange); a SELECT cannot "
+    "materialize it, and no rewrite measured faster"
+)
 
 
 def reuse_repeated_subqueries(expression: exp.Expression, log: DecisionLog) -> exp.Expression:
-    ctes: Dict[str, exp.CTE] = {cte.alias_or_name.lower(): cte for cte in expression.find_all(exp.CTE)}
+    ctes: dict[str, exp.CTE] = {cte.alias_or_name.lower(): cte for cte in expression.find_all(exp.CTE)}
     reads = Counter(
-        table.name.lower() for table in expression.find_all(exp.Table)
-        if not table.db and table.name.lower() in ctes
+        table.name.lower() for table in expression.find_all(exp.Table) if not table.db and table.name.lower() in ctes
     )
     for name, count in reads.items():
         if count < 2:
             continue
         if not deterministic(ctes[name].this):
-            log.skipped(f"CTE {name} is read {count} times and is non-deterministic: Spark does not inline it, it "
-                        "computes it once and shares it; left to Spark", cte=name, reads=count)
+            log.skipped(
+                f"CTE {name} is read {count} times and is non-deterministic: Spark does not inline it, it "
+                "computes it once and shares it; left to Spark",
+                cte=name,
+                reads=count,
+            )
             continue
         log.skipped(f"CTE {name} is read {count} times: {LEFT_TO_SPARK}", cte=name, reads=count)
-    texts: List[str] = [normalized(s.this) for s in expression.find_all(exp.Subquery) if isinstance(s.this, exp.Query)]
+    texts: list[str] = [normalized(s.this) for s in expression.find_all(exp.Subquery) if isinstance(s.this, exp.Query)]
     for text, count in Counter(texts).items():
         if count >= 2:
-            log.skipped(f"an identical subquery is written {count} times: {LEFT_TO_SPARK}", subquery=text[:120],
-                        reads=count)
+            log.skipped(
+                f"an identical subquery is written {count} times: {LEFT_TO_SPARK}", subquery=text[:120], reads=count
+            )
     return expression

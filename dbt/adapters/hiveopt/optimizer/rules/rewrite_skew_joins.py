@@ -33,7 +33,7 @@ FROM db.f AS f JOIN db.d AS d ON f.k = d.k WHERE NOT f.k IN (42)) AS skew_join G
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
@@ -42,8 +42,8 @@ from dbt.adapters.hiveopt.optimizer.blocks import join_blocks
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.cost_model import skew_join_speedup
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
-from dbt.adapters.hiveopt.optimizer.estimator import Estimator, conjuncts, equi_pair, nested_join, source_alias
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+from dbt.adapters.hiveopt.optimizer.estimator import Estimator, conjuncts, equi_pair, nested_join, source_alias
 from dbt.adapters.hiveopt.optimizer.literals import literal_for, typed_value
 
 # Fire only when the cost model expects the rewrite at least this much faster: it reads both
@@ -53,16 +53,18 @@ SKEW_MIN_SPEEDUP = 1.1
 DERIVED_ALIAS = "skew_join"
 
 
-def rewrite_skew_joins(expression: exp.Expression, schema, statistics, config: OptimizerConfig,
-                       log: DecisionLog) -> exp.Expression:
+def rewrite_skew_joins(
+    expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog
+) -> exp.Expression:
     estimator = Estimator(expression, schema, statistics)
     for scope, select, label in list(join_blocks(expression, log)):
         _rewrite_block(scope, select, label, estimator, config, log)
     return expression
 
 
-def _hot_keys(scope: Scope, alias: str, column: exp.Column, estimator: Estimator, config: OptimizerConfig,
-              log: DecisionLog) -> Tuple[List[Tuple[Any, Optional[float]]], str]:
+def _hot_keys(
+    scope: Scope, alias: str, column: exp.Column, estimator: Estimator, config: OptimizerConfig, log: DecisionLog
+) -> tuple[list[tuple[Any, float | None]], str]:
     """[(value, share of the side's rows or None)] and where they came from. Every value is one of
     the key column's type (literals.typed_value): NULL and values that do not convert are dropped
     with a warning, so neither branch's IN-list can hold a NULL (`NOT k IN (NULL, ..)` drops
@@ -86,10 +88,11 @@ def _hot_keys(scope: Scope, alias: str, column: exp.Column, estimator: Estimator
     return sorted(hot, key=lambda item: -(item[1] or 0.0)), "heavy hitters"
 
 
-def _typed_keys(keys: List[Tuple[Any, Optional[float]]], data_type: Optional[str], origin: str,
-                log: DecisionLog) -> List[Tuple[Any, Optional[float]]]:
+def _typed_keys(
+    keys: list[tuple[Any, float | None]], data_type: str | None, origin: str, log: DecisionLog
+) -> list[tuple[Any, float | None]]:
     """The keys whose values convert to the column's type, each once; a warning per dropped value."""
-    kept: Dict[Any, Tuple[Any, Optional[float]]] = {}
+    kept: dict[Any, tuple[Any, float | None]] = {}
     for value, share in keys:
         typed, problem = typed_value(value, data_type)
         if problem is not None:
@@ -99,8 +102,9 @@ def _typed_keys(keys: List[Tuple[Any, Optional[float]]], data_type: Optional[str
     return list(kept.values())
 
 
-def _rewrite_block(scope: Scope, select: exp.Select, label: str, estimator: Estimator, config: OptimizerConfig,
-                   log: DecisionLog) -> None:
+def _rewrite_block(
+    scope: Scope, select: exp.Select, label: str, estimator: Estimator, config: OptimizerConfig, log: DecisionLog
+) -> None:
     first, joins = select.args["from_"].this, select.args["joins"]
     join = joins[0]
     if nested_join(first) is not None or nested_join(join.this) is not None:
@@ -140,18 +144,33 @@ def _rewrite_block(scope: Scope, select: exp.Select, label: str, estimator: Esti
                 reasons.append(f"{skewed}.{key.name}: no literal of type {data_type} for its hot keys")
                 continue
             if not _rewrite(scope, select, skewed, other, key, other_key, literals, side):
-                reasons.append(f"{skewed}.{key.name}: the block cannot be rewritten around it (a correlated subquery or a star reads the join)")
+                reasons.append(
+                    f"{skewed}.{key.name}: the block cannot be rewritten around it (a correlated subquery or a star reads the join)"
+                )
                 continue
             estimate = f"estimated {details['speedup']:.2f}x" if details["speedup"] else "declared"
-            log.fired(f"split {skewed} JOIN {other} on {len(hot)} hot key(s) of {skewed}.{key.name} ({origin}): "
-                      f"{estimate}", block=label, skewed=f"{skewed}.{key.name}",
-                      hot_keys=[v for v, _ in hot], **details)
+            log.fired(
+                f"split {skewed} JOIN {other} on {len(hot)} hot key(s) of {skewed}.{key.name} ({origin}): {estimate}",
+                block=label,
+                skewed=f"{skewed}.{key.name}",
+                hot_keys=[v for v, _ in hot],
+                **details,
+            )
             return
     log.skipped("; ".join(reasons), block=label)
 
 
-def _decide(scope: Scope, skewed: str, other: str, key: exp.Column, other_key: exp.Column, build: Dict[str, Any],
-            estimator: Estimator, config: OptimizerConfig, log: DecisionLog):
+def _decide(
+    scope: Scope,
+    skewed: str,
+    other: str,
+    key: exp.Column,
+    other_key: exp.Column,
+    build: dict[str, Any],
+    estimator: Estimator,
+    config: OptimizerConfig,
+    log: DecisionLog,
+):
     """(hot keys, origin, details) to fire, or the reason not to."""
     hot, origin = _hot_keys(scope, skewed, key, estimator, config, log)
     if not hot:
@@ -189,22 +208,34 @@ def _decide(scope: Scope, skewed: str, other: str, key: exp.Column, other_key: e
         return f"{other}'s rows for the hot keys ({other_hot_rows:.0f}) are too many to broadcast"
     if declared:
         # The model's own declaration (Hive's SKEWED BY) stands in for the unknown shares.
-        details = dict(hot_share=None, task_slots=config.task_slots, speedup=None, other_hot_rows=round(other_hot_rows),
-                       data_type=dtype)
+        details = dict(
+            hot_share=None,
+            task_slots=config.task_slots,
+            speedup=None,
+            other_hot_rows=round(other_hot_rows),
+            data_type=dtype,
+        )
         return hot, origin + ", shares unknown: trusted", details
     speedup = skew_join_speedup(max(shares), config.task_slots)
-    details = dict(hot_share=round(sum(shares), 4), largest_key_share=round(max(shares), 4),
-                   task_slots=config.task_slots, speedup=round(speedup, 3), other_hot_rows=round(other_hot_rows))
+    details = dict(
+        hot_share=round(sum(shares), 4),
+        largest_key_share=round(max(shares), 4),
+        task_slots=config.task_slots,
+        speedup=round(speedup, 3),
+        other_hot_rows=round(other_hot_rows),
+    )
     if speedup < SKEW_MIN_SPEEDUP:
-        return (f"the largest hot key holds {max(shares):.0%} of the rows: with {config.task_slots} task slots the "
-                f"rewrite is estimated {speedup:.2f}x (needs {SKEW_MIN_SPEEDUP}x)")
+        return (
+            f"the largest hot key holds {max(shares):.0%} of the rows: with {config.task_slots} task slots the "
+            f"rewrite is estimated {speedup:.2f}x (needs {SKEW_MIN_SPEEDUP}x)"
+        )
     details["data_type"] = dtype
     return hot, origin, details
 
 
-def _shares(heavy_hitters: Optional[List[Tuple[Any, float]]], data_type: Optional[str]) -> Dict[Any, float]:
+def _shares(heavy_hitters: list[tuple[Any, float]] | None, data_type: str | None) -> dict[Any, float]:
     """Heavy hitters' shares by their value in the key's type (values that do not convert: left out)."""
-    shares: Dict[Any, float] = {}
+    shares: dict[Any, float] = {}
     for value, share in heavy_hitters or []:
         typed, problem = typed_value(value, data_type)
         if problem is None:
@@ -212,15 +243,24 @@ def _shares(heavy_hitters: Optional[List[Tuple[Any, float]]], data_type: Optiona
     return shares
 
 
-def _rewrite(scope: Scope, select: exp.Select, skewed: str, other: str, key: exp.Column, other_key: exp.Column,
-             literals: List[exp.Expression], side: str) -> bool:
+def _rewrite(
+    scope: Scope,
+    select: exp.Select,
+    skewed: str,
+    other: str,
+    key: exp.Column,
+    other_key: exp.Column,
+    literals: list[exp.Expression],
+    side: str,
+) -> bool:
     pair = {skewed, other}
     # A subquery of the block reading the two relations, or a star, would lose them.
     for child in scope.subquery_scopes + scope.udtf_scopes:
         if any(c.table in pair for c in child.external_columns):
             return False
     if any(isinstance(node, exp.Star) for node in select.expressions) or any(
-            isinstance(c.this, exp.Star) for c in scope.columns if c.table in pair):
+        isinstance(c.this, exp.Star) for c in scope.columns if c.table in pair
+    ):
         return False
     columns = [c for c in scope.columns if c.table in pair]
     join = select.args["joins"][0]
@@ -230,7 +270,7 @@ def _rewrite(scope: Scope, select: exp.Select, skewed: str, other: str, key: exp
     while name in taken:
         name += "_"
     # One output column per column of the pair the rest of the block reads.
-    outputs: Dict[Tuple[str, str], str] = {}
+    outputs: dict[tuple[str, str], str] = {}
     for column in columns:
         if id(column) in on_columns:
             continue
@@ -251,7 +291,9 @@ def _rewrite(scope: Scope, select: exp.Select, skewed: str, other: str, key: exp
         body.set("from_", exp.From(this=first.copy()))
         branch_join = join.copy()
         body.set("joins", [branch_join])
-        in_hot = lambda col: exp.In(this=exp.column(col.name, table=col.table), expressions=[v.copy() for v in literals])
+        in_hot = lambda col: exp.In(
+            this=exp.column(col.name, table=col.table), expressions=[v.copy() for v in literals]
+        )
         if hot_branch:
             body.set("hint", exp.Hint(expressions=[exp.JoinHint(this="BROADCAST", expressions=[exp.to_table(other)])]))
             if side == "LEFT":

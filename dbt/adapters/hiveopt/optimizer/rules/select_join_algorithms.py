@@ -23,8 +23,6 @@ side of an outer join (Spark cannot build there).
 
 from __future__ import annotations
 
-from typing import List, Optional, Set
-
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
@@ -41,15 +39,15 @@ from dbt.adapters.hiveopt.optimizer.estimator import (
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate
 
 
-def _mb(value: Optional[float]) -> str:
+def _mb(value: float | None) -> str:
     return "unknown" if value is None else f"{value / 1024 / 1024:.2f} MB"
 
 
-def _columns_read(scope: Scope, alias: str) -> Set[str]:
+def _columns_read(scope: Scope, alias: str) -> set[str]:
     return {c.name.lower() for c in scope.columns if c.table == alias}
 
 
-def _add_hints(select: exp.Select, hints: List[exp.JoinHint]) -> None:
+def _add_hints(select: exp.Select, hints: list[exp.JoinHint]) -> None:
     existing = select.args.get("hint")
     if existing is None:
         select.set("hint", exp.Hint(expressions=hints))
@@ -57,7 +55,9 @@ def _add_hints(select: exp.Select, hints: List[exp.JoinHint]) -> None:
         existing.set("expressions", [*existing.expressions, *hints])
 
 
-def select_join_algorithms(expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog) -> exp.Expression:
+def select_join_algorithms(
+    expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog
+) -> exp.Expression:
     estimator = Estimator(expression, schema, statistics)
     for scope, select, label in join_blocks(expression, log):
         hints = _choose(scope, select.args["from_"].this, select.args["joins"], estimator, config, log, label)
@@ -66,10 +66,17 @@ def select_join_algorithms(expression: exp.Expression, schema, statistics, confi
     return expression
 
 
-def _choose(scope: Scope, first_node: exp.Expression, joins: List[exp.Join], estimator: Estimator,
-            config: OptimizerConfig, log: DecisionLog, label: str) -> List[exp.JoinHint]:
+def _choose(
+    scope: Scope,
+    first_node: exp.Expression,
+    joins: list[exp.Join],
+    estimator: Estimator,
+    config: OptimizerConfig,
+    log: DecisionLog,
+    label: str,
+) -> list[exp.JoinHint]:
     """Hints for one chain of joins (the block's, or a nested `(a JOIN b ...)` of it)."""
-    hints: List[exp.JoinHint] = []
+    hints: list[exp.JoinHint] = []
     # Nested joins (bushy trees) are chains of their own, in the same query block.
     for node in [first_node, *(j.this for j in joins)]:
         nested = nested_join(node)
@@ -110,8 +117,11 @@ def _choose(scope: Scope, first_node: exp.Expression, joins: List[exp.Join], est
             continue
         name, build_bytes, probe_bytes, build_rows = best
         details = dict(
-            block=label, join=alias, relation=name,
-            build_rows=build_rows.value, build_bytes=round(build_bytes.value),
+            block=label,
+            join=alias,
+            relation=name,
+            build_rows=build_rows.value,
+            build_bytes=round(build_bytes.value),
             probe_bytes=None if probe_bytes.is_absent else round(probe_bytes.value),
             precision=build_bytes.precision.name.lower(),
         )
@@ -121,7 +131,11 @@ def _choose(scope: Scope, first_node: exp.Expression, joins: List[exp.Join], est
         smaller_than_probe = probe_bytes.is_absent or build_bytes.value <= probe_bytes.value or i > 0
         if build_bytes.value <= config.broadcast_threshold_bytes and smaller_than_probe:
             hints.append(exp.JoinHint(this="BROADCAST", expressions=[exp.to_table(name)]))
-            log.fired(f"broadcast {name}: estimated {_mb(build_bytes.value)} <= {_mb(config.broadcast_threshold_bytes)}", hint="BROADCAST", **details)
+            log.fired(
+                f"broadcast {name}: estimated {_mb(build_bytes.value)} <= {_mb(config.broadcast_threshold_bytes)}",
+                hint="BROADCAST",
+                **details,
+            )
         elif (
             config.shuffle_hash
             and not probe_bytes.is_absent
@@ -129,9 +143,19 @@ def _choose(scope: Scope, first_node: exp.Expression, joins: List[exp.Join], est
             and build_bytes.value <= config.shuffle_hash_partition_bytes * config.shuffle_partitions
         ):
             hints.append(exp.JoinHint(this="SHUFFLE_HASH", expressions=[exp.to_table(name)]))
-            log.fired(f"shuffle-hash on {name}: estimated {_mb(build_bytes.value)}, {config.shuffle_hash_ratio:g}x smaller than the other side", hint="SHUFFLE_HASH", **details)
+            log.fired(
+                f"shuffle-hash on {name}: estimated {_mb(build_bytes.value)}, {config.shuffle_hash_ratio:g}x smaller than the other side",
+                hint="SHUFFLE_HASH",
+                **details,
+            )
         elif build_bytes.value <= config.broadcast_threshold_bytes:
-            log.skipped(f"{name} is small ({_mb(build_bytes.value)}) but the other side is smaller: Spark builds on that", **details)
+            log.skipped(
+                f"{name} is small ({_mb(build_bytes.value)}) but the other side is smaller: Spark builds on that",
+                **details,
+            )
         else:
-            log.skipped(f"build side {name} too big to broadcast ({_mb(build_bytes.value)}): leave sort-merge to Spark", **details)
+            log.skipped(
+                f"build side {name} too big to broadcast ({_mb(build_bytes.value)}): leave sort-merge to Spark",
+                **details,
+            )
     return hints
