@@ -1,6 +1,7 @@
 """Broken and exotic SQL: the optimizer returns the original SQL and says why."""
 
 import pytest
+from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, optimize
 from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
@@ -45,31 +46,68 @@ def test_switched_off():
     assert result.fallback_reason == "every rule switched off" and result.switched_off
 
 
-def test_a_failing_rule_falls_back(monkeypatch):
-    from dbt.adapters.hiveopt.optimizer import pipeline
+JOIN = "SELECT t.k FROM db.t JOIN db.u ON t.k = u.k"
 
-    def broken(expression):
+
+def _rules(monkeypatch, *functions):
+    from dbt.adapters.hiveopt.optimizer import pipeline
+    from dbt.adapters.hiveopt.optimizer.rule import Rule
+
+    names = ("merge_sibling_aggregates", "select_join_algorithms")
+    monkeypatch.setattr(pipeline, "RULES", tuple(Rule(n, f, why_here="test") for n, f in zip(names, functions)))
+
+
+def _hint(expression, log):
+    expression.set("hint", exp.Hint(expressions=[exp.Anonymous(this="BROADCAST", expressions=[exp.column("u")])]))
+    log.fired("hinted")
+    return expression
+
+
+def test_a_failing_rule_is_skipped_and_the_others_kept(monkeypatch):
+    def broken(expression, log):
+        log.fired("about to break")
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(pipeline, "RULES", (("select_join_algorithms", broken),))
-    result = run("SELECT t.k FROM db.t JOIN db.u ON t.k = u.k")
-    assert "rule select_join_algorithms failed: RuntimeError: boom" in result.fallback_reason
-    assert not result.changed
+    _rules(monkeypatch, broken, _hint)
+    result = run(JOIN)
+    assert result.fallback_reason is None and result.changed and "BROADCAST(u)" in result.sql
+    failed, hinted = result.rules
+    assert failed.error == "RuntimeError: boom" and not failed.fired and hinted.fired
+    assert result.fired_rules == ["select_join_algorithms"]
+    assert result.warnings == [
+        "rule merge_sibling_aggregates failed (RuntimeError: boom): its rewrite is skipped, the other rules' kept"
+    ]
+
+
+def test_a_rule_that_changes_the_tree_without_saying_so_is_skipped(monkeypatch):
+    def silent(expression, log):
+        expression.set("where", exp.condition("t.k > 1"))
+        return expression
+
+    def claims(expression, log):
+        log.fired("claims a change it did not make")
+        return expression
+
+    _rules(monkeypatch, silent, claims)
+    result = run(JOIN)
+    assert not result.changed and result.sql == JOIN and result.fired_rules == []
+    assert [r.error for r in result.rules] == [
+        "ContractError: merge_sibling_aggregates changed the query without recording a fired decision",
+        "ContractError: select_join_algorithms recorded a fired decision but returned the query unchanged",
+    ]
 
 
 def test_a_rule_that_changes_output_columns_is_caught(monkeypatch):
-    from sqlglot import exp
-
-    from dbt.adapters.hiveopt.optimizer import pipeline
-
     def renames(expression, log):
         expression.selects[0].set("alias", exp.to_identifier("other"))
         log.fired("renamed")
         return expression
 
-    monkeypatch.setattr(pipeline, "RULES", (("select_join_algorithms", renames),))
-    result = run("SELECT t.k FROM db.t JOIN db.u ON t.k = u.k")
-    assert "output columns changed" in result.fallback_reason
+    _rules(monkeypatch, renames, _hint)
+    result = run(JOIN)
+    (renamed, hinted) = result.rules
+    assert "output columns changed" in renamed.error and hinted.fired
+    assert "BROADCAST(u)" in result.sql and "other" not in result.sql
 
 
 @pytest.mark.parametrize(

@@ -31,11 +31,11 @@ from dbt.adapters.hiveopt.optimizer import (
     parse_query,
     physical_tables,
     prepare_query,
+    value_fetches,
 )
-from dbt.adapters.hiveopt.optimizer.context import FetchedValues
+from dbt.adapters.hiveopt.optimizer.context import FetchedValues, ValueFetch
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery
-from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import ValueFetch, plan_value_fetches
 from dbt.adapters.hiveopt.optimizer.view_statistics import base_key_columns, view_statistics
 from dbt.adapters.hiveopt.statistics_service import StatisticsService, first_line
 
@@ -160,9 +160,7 @@ class InputGatherer:
         if config.prune_fetch_values:
             # Partition pruning's pre-pass: the optimizer says which small-side keys to fetch.
             # Without a fetch (prune_fetch_values off) the rule writes semi-join filters where they win.
-            fetches = plan_value_fetches(
-                inputs.prepared.expression, schema, catalog, config, materialization, partitioning
-            )
+            fetches = value_fetches(inputs.prepared.expression, schema, catalog, config, materialization, partitioning)
             inputs.context.fetched_values = {fetch.key: self._fetch(fetch, config, label) for fetch in fetches}
         return inputs
 

@@ -7,7 +7,7 @@
 
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.context import OptimizedQuery, OptimizerContext
-from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES, needs_statistics, optimize
+from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES, needs_statistics, optimize, value_fetches
 from dbt.adapters.hiveopt.optimizer.prepare import (
     UnsupportedQuery,
     key_columns,
@@ -40,4 +40,5 @@ __all__ = [
     "needs_statistics",
     "physical_tables",
     "prepare_query",
+    "value_fetches",
 ]

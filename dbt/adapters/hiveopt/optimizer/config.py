@@ -175,8 +175,7 @@ def validate_settings(block: Mapping[str, Any]) -> tuple[dict[str, Any], list[st
     {'rules': {'reorder_joins': False}, 'skewed_keys': {'db.f': {'k': ['hot']}}, 'task_slots': 4}
     >>> problems  # doctest: +NORMALIZE_WHITESPACE
     ["rules: unknown rule 'reorder' (rules: merge_correlated_aggregates, merge_sibling_aggregates,
-      reuse_repeated_subqueries, reorder_joins, rewrite_skew_joins, select_join_algorithms,
-      prune_partitions_from_small_side)",
+      reorder_joins, rewrite_skew_joins, select_join_algorithms, prune_partitions_from_small_side)",
      "skewed_keys['db.f']['k']: NULL is never a hot key",
      "verify: 'maybe' is not true or false"]
     """
@@ -198,10 +197,18 @@ def validate_settings(block: Mapping[str, Any]) -> tuple[dict[str, Any], list[st
             elif key == "stats":
                 _stats_settings(value)  # read by the adapter's statistics store, not by rules
             else:
-                problems.append(f"unknown setting {key!r}")
+                known = ", ".join(sorted([*_CHECKS, "rules", "skewed_keys", "sorted_keys", "stats"]))
+                problems.append(f"unknown setting {key!r} (settings: {known})")
         except ValueError as error:
             problems.append(f"{key}: {error}")
     return values, problems
+
+
+# Rule names that once stood in the rule list: a switch for one is ignored with a warning saying why.
+RETIRED_RULES = {
+    "reuse_repeated_subqueries": "it rewrote nothing (Spark's exchange reuse runs a repeated subquery's "
+    "shuffles once; docs/rules/exchange_reuse.md)",
+}
 
 
 def _rules(value: Any, problems: list[str]) -> dict[str, bool]:
@@ -211,6 +218,9 @@ def _rules(value: Any, problems: list[str]) -> dict[str, bool]:
         raise ValueError("must map rule names to true or false")
     switches: dict[str, bool] = {}
     for name, switch in value.items():
+        if str(name) in RETIRED_RULES:
+            problems.append(f"rules: {name!r} is no longer a rule: {RETIRED_RULES[str(name)]}")
+            continue
         if str(name) not in RULE_NAMES:
             problems.append(f"rules: unknown rule {name!r} (rules: {', '.join(RULE_NAMES)})")
             continue

@@ -10,9 +10,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlglot import exp
+
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.decisions import RuleRun
 from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
+
+
+@dataclass(frozen=True)
+class ValueFetch:
+    """One small side's key values to fetch before the rules: `values_query` returns at most
+    max_values + 1 distinct non-NULL keys; `range_query` their min and max (run when the list is
+    too long). `key` finds the fetched values again from the rule."""
+
+    key: str
+    values_query: exp.Select
+    range_query: exp.Select
+    small: str  # the small side's alias, for the record
+    # The small side's non-NULL keys as a subquery of the block (no DISTINCT, no LIMIT): the
+    # semi-join filter when the values cannot be fetched or listed. None when the small side
+    # reads a non-deterministic expression (a copy would draw other values).
+    keys_query: exp.Select | None = None
 
 
 @dataclass

@@ -37,7 +37,9 @@ class RuleRun:
 
     @property
     def fired(self) -> bool:
-        return any(d.fired for d in self.decisions)
+        """Whether the rule's rewrite is in the query: it recorded a fired decision and did not fail
+        (a failed rule's rewrite is discarded, whatever it recorded)."""
+        return self.error is None and any(d.fired for d in self.decisions)
 
     def to_dict(self) -> dict[str, Any]:
         return {

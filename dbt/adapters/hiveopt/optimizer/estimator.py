@@ -18,7 +18,7 @@ an absent statistic stays absent: rules then decline to fire instead of guessing
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -28,6 +28,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from dbt.adapters.hiveopt.optimizer.statistics import (
     ColumnStats,
     Estimate,
+    Precision,
     StatsCatalog,
     TableStats,
 )
@@ -107,7 +108,8 @@ class ColumnEstimate:
         )
 
 
-def column_width(data_type: str | None, avg_width: Estimate = Estimate.absent()) -> Estimate:
+def column_width(data_type: str | None, avg_width: Estimate | None = None) -> Estimate:
+    avg_width = avg_width if avg_width is not None else Estimate.absent()
     base = (data_type or "string").split("(")[0].strip().lower()
     if base in TYPE_WIDTHS:
         return Estimate.estimated(TYPE_WIDTHS[base])
@@ -255,6 +257,30 @@ def _range(column: ColumnEstimate, op: str, value: Any) -> float:
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _RANGE_OPS = {exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+
+
+def join_cardinality(left_rows: float, right_rows: float, divisors: Sequence[float | None]) -> float:
+    """Rows of an equi-join: |L| |R| divided by max(NDV_l, NDV_r) of each key pair, the two largest
+    only (the keys of a multi-column join are correlated: dividing by every NDV underestimates).
+    A pair without NDVs bounds the result by max(|L|, |R|) (a key/foreign-key guess). The one
+    formula for join sizes: the estimator and the join enumerator both use it.
+
+    >>> join_cardinality(1000, 50, [100]), join_cardinality(1000, 50, [100, 10, 5]), join_cardinality(1000, 50, [None])
+    (500.0, 50.0, 1000)
+    """
+    if not divisors:
+        return left_rows * right_rows
+    rows = left_rows * right_rows
+    known = sorted((max(d, 1.0) for d in divisors if d is not None), reverse=True)[:2]
+    for divisor in known:
+        rows /= divisor
+    if len(known) < len(divisors):
+        rows = min(rows, max(left_rows, right_rows))
+    return max(rows, 1.0)
+
+
+def _name(column: exp.Column) -> str:
+    return f"{column.table}.{column.name}".lower()
 
 
 class Estimator:
@@ -484,31 +510,18 @@ class Estimator:
     def join_rows(
         self, left: RelationEstimate, right: RelationEstimate, keys: list[tuple[exp.Column, exp.Column]]
     ) -> Estimate:
-        """|L| |R| / prod(max(NDV_l, NDV_r)); without key NDVs, max(|L|, |R|) (a key/foreign-key guess)."""
+        """The rows of an equi-join of two relations on these key pairs (see join_cardinality)."""
         if left.rows.is_absent or right.rows.is_absent:
             return Estimate.absent()
         if not keys:
             return left.rows * right.rows
-        rows = left.rows * right.rows
         divisors = []
         for a, b in keys:
-            ca = (
-                left.column(f"{a.table}.{a.name}")
-                if f"{a.table}.{a.name}".lower() in left.columns
-                else right.column(f"{a.table}.{a.name}")
-            )
-            cb = (
-                right.column(f"{b.table}.{b.name}")
-                if f"{b.table}.{b.name}".lower() in right.columns
-                else left.column(f"{b.table}.{b.name}")
-            )
-            if ca.ndv.is_absent or cb.ndv.is_absent:
-                return Estimate.estimated(max(left.rows.value, right.rows.value))
-            divisors.append(max(ca.ndv.value, cb.ndv.value, 1.0))
-        # Correlated multi-column keys: dividing by every NDV underestimates; use the largest two.
-        for d in sorted(divisors, reverse=True)[:2]:
-            rows = rows / d
-        return rows.at_least(1.0)
+            ca = left.column(_name(a)) if _name(a) in left.columns else right.column(_name(a))
+            cb = right.column(_name(b)) if _name(b) in right.columns else left.column(_name(b))
+            divisors.append(None if ca.ndv.is_absent or cb.ndv.is_absent else max(ca.ndv.value, cb.ndv.value))
+        rows = join_cardinality(left.rows.value, right.rows.value, divisors)
+        return Estimate.of(rows, min((left.rows * right.rows).precision, Precision.ESTIMATED))
 
     # -- predicates ---------------------------------------------------------------------------
     def conjunction_selectivity(self, predicates: list[exp.Expression], relation: RelationEstimate) -> float:

@@ -10,9 +10,7 @@ True
 
 from __future__ import annotations
 
-import inspect
 import time
-from collections.abc import Callable
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
@@ -24,63 +22,86 @@ from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, RuleRun
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.invariants import check_invariants, generate_checked
 from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery, UnsupportedQuery, prepare_query
+from dbt.adapters.hiveopt.optimizer.rule import Rule, check_report, plan_prepasses
 from dbt.adapters.hiveopt.optimizer.rules.merge_correlated_aggregates import merge_correlated_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.merge_sibling_aggregates import merge_sibling_aggregates
-from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import prune_partitions_from_small_side
+from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import (
+    plan_value_fetches,
+    prune_partitions_from_small_side,
+)
 from dbt.adapters.hiveopt.optimizer.rules.reorder_joins import reorder_joins
-from dbt.adapters.hiveopt.optimizer.rules.reuse_repeated_subqueries import reuse_repeated_subqueries
 from dbt.adapters.hiveopt.optimizer.rules.rewrite_skew_joins import rewrite_skew_joins
 from dbt.adapters.hiveopt.optimizer.rules.select_join_algorithms import select_join_algorithms
+from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
 
-Rule = Callable[..., exp.Expression]
-
-# The rules, in order. Each line says why it stands where it does. Qualification (resolving
-# every column to its relation) runs before all of them in prepare_query.
-RULES: tuple[tuple[str, Rule], ...] = (
-    # First: it removes a relation (or a subquery) from a block, so the join rules after it plan
-    # the block that will actually run, not the one that reads the input twice.
-    ("merge_correlated_aggregates", merge_correlated_aggregates),
-    # Also before the join rules, for the same reason: siblings merged leave one relation where
-    # there were several. Independent of the rule above (it merges aggregate with aggregate, the
-    # one above aggregate with rows), so their order between themselves does not matter.
-    ("merge_sibling_aggregates", merge_sibling_aggregates),
-    # After the merges, which remove the repetitions they can: records what is still read twice
-    # and why it is left to Spark's exchange reuse (it rewrites nothing, by measurement).
-    ("reuse_repeated_subqueries", reuse_repeated_subqueries),
-    # Before the algorithm choice: which joins exist, and in what order, decides what is a build side.
-    ("reorder_joins", reorder_joins),
-    # After the order is fixed (it splits the block's first join), before the algorithm choice:
-    # its hot-key branch carries its own BROADCAST hint, and the broadcast rule then sizes the
-    # rest of the split join and the joins above it like any other.
-    ("rewrite_skew_joins", rewrite_skew_joins),
-    # Last of the join rules: it sizes the build sides of the tree as the earlier rules leave it.
-    ("select_join_algorithms", select_join_algorithms),
-    # After the algorithm choice: it leaves to Spark's DPP the joins Spark broadcasts, and wraps
-    # the big side only once the join order and hints are settled.
-    ("prune_partitions_from_small_side", prune_partitions_from_small_side),
+# The rules, in order. Each says why it stands where it does. Qualification (resolving every
+# column to its relation) runs before all of them in prepare_query.
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "merge_correlated_aggregates",
+        merge_correlated_aggregates,
+        why_here="first: it removes a relation (or a subquery) from a block, so the join rules after it plan "
+        "the block that will actually run, not the one that reads the input twice",
+        # Hive turns its correlation optimizer off when compile-time skew join is on: a skew rewrite
+        # splits a join by key into a UNION ALL, a correlation merge reads an input once by the same
+        # key, and each one's cost was computed for the query without the other. Whichever fires
+        # first on a query (the correlation rules stand first) keeps it.
+        excludes=("rewrite_skew_joins",),
+    ),
+    Rule(
+        "merge_sibling_aggregates",
+        merge_sibling_aggregates,
+        why_here="before the join rules for the same reason (siblings merged leave one relation where there "
+        "were several); independent of merge_correlated_aggregates (aggregate with aggregate, not with rows)",
+        excludes=("rewrite_skew_joins",),
+    ),
+    Rule(
+        "reorder_joins",
+        reorder_joins,
+        why_here="before the algorithm choice: which joins exist, and in what order, decides what is a build side",
+    ),
+    Rule(
+        "rewrite_skew_joins",
+        rewrite_skew_joins,
+        why_here="after the order is fixed (it splits the block's first join), before the algorithm choice: its "
+        "hot-key branch carries its own BROADCAST hint, and the broadcast rule sizes the rest like any join",
+        chosen_from_todays_data="hot keys",
+    ),
+    Rule(
+        "select_join_algorithms",
+        select_join_algorithms,
+        why_here="last of the join rules: it sizes the build sides of the tree as the earlier rules leave it",
+        chosen_from_todays_data="join algorithms",
+    ),
+    Rule(
+        "prune_partitions_from_small_side",
+        prune_partitions_from_small_side,
+        why_here="after the algorithm choice: it leaves to Spark's DPP the joins Spark broadcasts, and wraps the "
+        "big side only once the join order and hints are settled",
+        chosen_from_todays_data="partition values",
+        prepass=plan_value_fetches,
+    ),
 )
 
-RULE_NAMES = tuple(name for name, _ in RULES)
-
-# Rules that must not both rewrite one query: {rule: rules it switches off once it has fired}.
-# Hive turns its correlation optimizer off when compile-time skew join is on: a skew rewrite splits
-# a join by key into a UNION ALL, a correlation merge reads an input once by the same key, and
-# each one's cost was computed for the query without the other. Here both are on, and whichever
-# fires first on a query (the correlation rules stand first) keeps it: the skew rule then skips
-# that query and records why.
-CORRELATION_RULES = ("merge_correlated_aggregates", "merge_sibling_aggregates")
-CONFLICTS: dict = {rule: ("rewrite_skew_joins",) for rule in CORRELATION_RULES}
+RULE_NAMES = tuple(rule.name for rule in RULES)
 
 # A view is a stored definition: Spark plans it each time it is read, and the models that read
 # it are planned through it, on the data as it is then. Choices made from today's sizes and values
 # (a join algorithm, hot keys, partition values) are not written into it: a BROADCAST fixed while a
 # table was small stays when it has grown. The logical rewrites (join order, merged work) hold.
 STORED_DEFINITIONS = ("view",)
-CHOSEN_FROM_TODAYS_DATA = {
-    "rewrite_skew_joins": "hot keys",
-    "select_join_algorithms": "join algorithms",
-    "prune_partitions_from_small_side": "partition values",
-}
+
+
+def value_fetches(
+    expression: exp.Expression,
+    schema: dict,
+    statistics: StatsCatalog,
+    config: OptimizerConfig,
+    materialization: str,
+    partitioning: dict[str, list[str]],
+) -> list:
+    """What the rules' pre-passes ask the adapter to fetch before optimize() (pure: no I/O)."""
+    return plan_prepasses(RULES, expression, schema, statistics, config, materialization, partitioning)
 
 
 def needs_statistics(expression: exp.Expression, config: OptimizerConfig, materialization: str = "table") -> bool:
@@ -91,17 +112,19 @@ def needs_statistics(expression: exp.Expression, config: OptimizerConfig, materi
 
     >>> import sqlglot
     >>> cfg = OptimizerConfig()
-    >>> needs_statistics(sqlglot.parse_one("SELECT a FROM t"), cfg), needs_statistics(sqlglot.parse_one("SELECT a FROM t JOIN u ON t.k = u.k"), cfg)
+    >>> def needs(sql, materialization="table"):
+    ...     return needs_statistics(sqlglot.parse_one(sql), cfg, materialization)
+    >>> needs("SELECT a FROM t"), needs("SELECT a FROM t JOIN u ON t.k = u.k")
     (False, True)
-    >>> needs_statistics(sqlglot.parse_one("SELECT a FROM t WHERE a > (SELECT AVG(a) FROM t AS u WHERE u.k = t.k)"), cfg)
+    >>> needs("SELECT a FROM t WHERE a > (SELECT AVG(a) FROM t AS u WHERE u.k = t.k)")
     True
-    >>> needs_statistics(sqlglot.parse_one("SELECT a FROM t LEFT JOIN u ON t.k = u.k"), cfg, "view")
+    >>> needs("SELECT a FROM t LEFT JOIN u ON t.k = u.k", "view")
     False
-    >>> needs_statistics(sqlglot.parse_one("SELECT a FROM t JOIN u ON t.k = u.k JOIN v ON v.k = u.k"), cfg, "view")
+    >>> needs("SELECT a FROM t JOIN u ON t.k = u.k JOIN v ON v.k = u.k", "view")
     True
     """
     if materialization in STORED_DEFINITIONS:
-        rules = [name for name in RULE_NAMES if name not in CHOSEN_FROM_TODAYS_DATA and config.rule_enabled(name)]
+        rules = [r.name for r in RULES if r.chosen_from_todays_data is None and config.rule_enabled(r.name)]
         return bool(rules) and (
             expression.find(exp.Subquery, exp.CTE) is not None
             or any(len(select.args.get("joins") or []) >= 2 for select in expression.find_all(exp.Select))
@@ -124,12 +147,6 @@ def pass_through(sql: str, reason: str) -> OptimizedQuery:
     return OptimizedQuery(sql=sql, original_sql=sql, unchanged_reason=reason)
 
 
-def _arguments(rule: Rule, available: dict) -> dict:
-    """Pass a rule only the arguments it asks for (sqlglot's optimize() does the same)."""
-    wanted = inspect.signature(rule).parameters
-    return {name: value for name, value in available.items() if name in wanted}
-
-
 def _block_estimates(expression: exp.Expression, context: OptimizerContext) -> tuple[dict, dict]:
     estimator = Estimator(expression, context.schema, context.statistics)
     blocks = {}
@@ -137,6 +154,57 @@ def _block_estimates(expression: exp.Expression, context: OptimizerContext) -> t
         label = block_label(scope)
         blocks[label if label not in blocks else f"{label} #{i}"] = estimator.estimate(scope.expression).rows.to_dict()
     return blocks, estimator.used
+
+
+def _run_rule(
+    rule: Rule,
+    run: RuleRun,
+    expression: exp.Expression,
+    prepared: PreparedQuery,
+    context: OptimizerContext,
+    excluded: dict[str, str],
+) -> exp.Expression:
+    """One rule's pass: the tree it returns when it fired and kept the contract, else the tree it
+    was given. A failure costs only this rule's rewrite, with one warning."""
+    log = DecisionLog(rule.name)
+    if context.materialization in STORED_DEFINITIONS and rule.chosen_from_todays_data:
+        log.skipped(
+            f"materialized as {context.materialization}: a stored definition does not fix "
+            f"{rule.chosen_from_todays_data} chosen from today's data (Spark chooses when it is read)"
+        )
+        run.decisions = log.decisions
+        return expression
+    if rule.name in excluded:
+        log.skipped(
+            f"{excluded[rule.name]} rewrote this query, and the two exclude each other (Hive: correlation "
+            "optimizer vs compile-time skew join)"
+        )
+        run.decisions = log.decisions
+        return expression
+    available = dict(
+        schema=context.schema,
+        statistics=context.statistics,
+        config=context.config,
+        materialization=context.materialization,
+        bucketing=context.bucketing,
+        log=log,
+        partitioning=context.partitioning,
+        fetched_values=context.fetched_values,
+    )
+    started = time.perf_counter()
+    try:
+        candidate = rule.function(expression.copy(), **rule.arguments(available))
+        run.decisions, run.warnings = log.decisions, log.warnings
+        check_report(rule.name, run.fired, expression, candidate)
+        if run.fired:
+            check_invariants(candidate, prepared.output_names)
+    except Exception as error:
+        run.decisions, run.warnings = log.decisions, log.warnings
+        run.error = f"{type(error).__name__}: {error}"
+        run.warnings.append(f"rule {rule.name} failed ({run.error}): its rewrite is skipped, the other rules' kept")
+        candidate = expression
+    run.elapsed_ms = (time.perf_counter() - started) * 1000
+    return candidate if run.fired else expression
 
 
 def optimize(sql: str, context: OptimizerContext, prepared: PreparedQuery | None = None) -> OptimizedQuery:
@@ -166,53 +234,15 @@ def optimize(sql: str, context: OptimizerContext, prepared: PreparedQuery | None
         return finish(f"cannot prepare the query: {type(error).__name__}: {error}")
 
     expression = prepared.expression
-    excluded: dict = {}  # rule -> the rule that fired on this query and excludes it
-    for name, rule in RULES:
-        enabled = context.config.rule_enabled(name)
-        run = RuleRun(rule=name, enabled=enabled)
+    excluded: dict[str, str] = {}  # rule -> the rule that fired on this query and excludes it
+    for rule in RULES:
+        run = RuleRun(rule=rule.name, enabled=context.config.rule_enabled(rule.name))
         result.rules.append(run)
-        if not enabled:
-            continue
-        log = DecisionLog(name)
-        if context.materialization in STORED_DEFINITIONS and name in CHOSEN_FROM_TODAYS_DATA:
-            log.skipped(
-                f"materialized as {context.materialization}: a stored definition does not fix "
-                f"{CHOSEN_FROM_TODAYS_DATA[name]} chosen from today's data (Spark chooses when it is read)"
-            )
-            run.decisions = log.decisions
-            continue
-        if name in excluded:
-            log.skipped(
-                f"{excluded[name]} rewrote this query, and the two exclude each other (Hive: correlation "
-                "optimizer vs compile-time skew join)"
-            )
-            run.decisions = log.decisions
-            continue
-        available = dict(
-            schema=context.schema,
-            statistics=context.statistics,
-            config=context.config,
-            materialization=context.materialization,
-            bucketing=context.bucketing,
-            log=log,
-            partitioning=context.partitioning,
-            fetched_values=context.fetched_values,
-        )
-        rule_started = time.perf_counter()
-        try:
-            candidate = rule(expression.copy(), **_arguments(rule, available))
-            run.decisions, run.warnings = log.decisions, log.warnings
-            if run.fired:  # a rule that did not fire leaves its copy unused
-                check_invariants(candidate, prepared.output_names)
-        except Exception as error:
-            run.error = f"{type(error).__name__}: {error}"
-            run.elapsed_ms = (time.perf_counter() - rule_started) * 1000
-            return finish(f"rule {name} failed: {run.error}")
-        run.elapsed_ms = (time.perf_counter() - rule_started) * 1000
-        if run.fired:
-            expression = candidate
-            for off in CONFLICTS.get(name, ()):
-                excluded.setdefault(off, name)
+        if run.enabled:
+            expression = _run_rule(rule, run, expression, prepared, context, excluded)
+            if run.fired:
+                for off in rule.excludes:
+                    excluded.setdefault(off, rule.name)
 
     try:
         result.estimates, result.statistics_used = _block_estimates(expression, context)

@@ -33,7 +33,7 @@ to Spark and says so.
 Never for views: a stored definition must not depend on today's data.
 
 >>> from dbt.adapters.hiveopt.optimizer import OptimizerContext, optimize
->>> from dbt.adapters.hiveopt.optimizer.context import FetchedValues
+>>> from dbt.adapters.hiveopt.optimizer.context import FetchedValues, ValueFetch
 >>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
 >>> schema = {"db": {"f": {"k": "int", "v": "double"}, "d": {"k": "int", "c": "string"}}}
 >>> stats = StatsCatalog.from_dict({
@@ -64,7 +64,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from dbt.adapters.hiveopt.optimizer.blocks import block_label
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
-from dbt.adapters.hiveopt.optimizer.context import FetchedValues
+from dbt.adapters.hiveopt.optimizer.context import FetchedValues, ValueFetch
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.estimator import (
@@ -97,22 +97,6 @@ _LITERAL_KINDS = {
     "char": "string",
     "date": "date",
 }
-
-
-@dataclass(frozen=True)
-class ValueFetch:
-    """One small side's key values to fetch before the rules: `values_query` returns at most
-    max_values + 1 distinct non-NULL keys; `range_query` their min and max (run when the list is
-    too long). `key` finds the fetched values again from the rule."""
-
-    key: str
-    values_query: exp.Select
-    range_query: exp.Select
-    small: str  # the small side's alias, for the record
-    # The small side's non-NULL keys as a subquery of the block (no DISTINCT, no LIMIT): the
-    # semi-join filter when the values cannot be fetched or listed. None when the small side
-    # reads a non-deterministic expression (a copy would draw other values).
-    keys_query: exp.Select | None = None
 
 
 @dataclass

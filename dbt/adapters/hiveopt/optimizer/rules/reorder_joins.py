@@ -1,9 +1,9 @@
 """Reorder inner joins by cost (Hive's Calcite CBO, phase 1).
 
 For each SELECT block, the leading run of inner joins (see join_graph) is planned again: leaf
-estimates after local filters from the estimator, join sizes |L||R|/max(NDV) over the equi-join
-edges, costs from the data-movement cost model, the order from the enumerator (exact DP over
-connected subgraphs, greedy beyond). The block is rewritten only when the best tree is cheaper
+estimates after local filters and join sizes (join_cardinality) from the estimator, costs from
+the data-movement cost model, the order from the enumerator (exact DP over connected subgraphs,
+greedy beyond). The block is rewritten only when the best tree is cheaper
 than the written order by a margin. ON predicates go to the lowest join where everything they
 read is joined; projections, WHERE filters, GROUP BY and the barrier joins stay as written, so
 the output columns and their order do not change. Runs after a barrier are planned with the
@@ -17,7 +17,8 @@ stays and the record says why.
 ...     "db.d1": {"row_count": 10**6, "columns": {"k": {"ndv": 10**6}, "v": {"ndv": 10**6}}},
 ...     "db.d2": {"row_count": 10**6, "columns": {"d": {"ndv": 10**6}}}})
 >>> sql = "SELECT d1.v FROM db.d2 JOIN db.d1 ON 1 = 1 JOIN db.f ON f.k = d1.k AND f.d = d2.d WHERE d1.v = 'x'"
->>> print(optimize(sql, OptimizerContext(schema=schema, statistics=stats, config=OptimizerConfig(rules={"select_join_algorithms": False}))).sql)
+>>> config = OptimizerConfig(rules={"select_join_algorithms": False})
+>>> print(optimize(sql, OptimizerContext(schema=schema, statistics=stats, config=config)).sql)
 SELECT d1.v AS v FROM db.d1 AS d1 JOIN db.f AS f ON f.k = d1.k AND 1 = 1 JOIN db.d2 AS d2 ON f.d = d2.d WHERE d1.v = 'x'
 """
 
@@ -38,6 +39,7 @@ from dbt.adapters.hiveopt.optimizer.estimator import (
     RelationEstimate,
     aliases_of,
     conjuncts,
+    join_cardinality,
 )
 from dbt.adapters.hiveopt.optimizer.join_graph import PREFIX, JoinGraph, build_join_graph, next_run_start
 
@@ -113,15 +115,13 @@ class _Planner:
     def join(self, left: Plan, right: Plan) -> Plan:
         lr, rr = left.relations, right.relations
         union = lr | rr
-        rows = left.rows * right.rows
         keys: list[tuple[str, str]] = []
+        divisors: list[float | None] = []
         for a, b, divisor, key in self.edges:
             if (a & lr and b & rr) or (a & rr and b & lr):
-                if divisor is None:
-                    rows = min(rows, max(left.rows, right.rows))  # a key/foreign-key guess
-                else:
-                    rows /= divisor
+                divisors.append(divisor)
                 keys.append(key)
+        rows = join_cardinality(left.rows, right.rows, divisors)
         for mask in self.complex_masks:
             if mask & union == mask and mask & lr != mask and mask & rr != mask:
                 rows *= DEFAULT_SELECTIVITY
