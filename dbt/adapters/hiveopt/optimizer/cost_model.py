@@ -15,9 +15,11 @@ shuffled, not broadcast (AQE converts it only after both sides have been shuffle
 >>> model = CostModel(broadcast_threshold_bytes=100, parallelism=4)
 >>> model.join_cost(JoinInput(1000, None), JoinInput(50, None), keys=[("a.k", "b.k")], output_bytes=400)
 (300.0, 'broadcast', None)
->>> model.join_cost(JoinInput(1000, None), JoinInput(500, None), keys=[("a.k", "b.k")], output_bytes=800)[0] - 2 * EXCHANGE_FIXED_BYTES
+>>> cost, _, _ = model.join_cost(JoinInput(1000, None), JoinInput(500, None), keys=[("a.k", "b.k")], output_bytes=800)
+>>> cost - 2 * EXCHANGE_FIXED_BYTES
 1700.0
->>> model.join_cost(JoinInput(50, None, buildable=False), JoinInput(1000, None), keys=[("a.k", "b.k")], output_bytes=500)[1]
+>>> unbuildable = JoinInput(50, None, buildable=False)
+>>> model.join_cost(unbuildable, JoinInput(1000, None), keys=[("a.k", "b.k")], output_bytes=500)[1]
 'sort-merge'
 """
 
@@ -25,6 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
+
+from dbt.adapters.hiveopt.optimizer.estimator import Estimator, RelationEstimate
+from dbt.adapters.hiveopt.optimizer.statistics import Estimate
+from dbt.adapters.hiveopt.optimizer.syntax import conjuncts, equi_pair, from_items, nested_join
 
 # Spark local mode on this machine runs 2 tasks at once; a cluster many more. A broadcast is sent
 # to every executor: its bytes count this many times.
@@ -114,3 +123,208 @@ def skew_join_speedup(largest_key_share: float, task_slots: int) -> float:
     written = max(largest_key_share, 1.0 / slots)
     rewritten = (1.0 + REPEATED_SCAN_SHARE) / slots
     return written / rewritten
+
+
+# -- computing an input a second time (the correlation rules weigh it against a window or a merge)
+
+
+def compute_cost(estimator: Estimator, scope: Scope, broadcast_threshold_bytes: float) -> Estimate:
+    """What computing this block once more costs, in bytes moved (the cost model's unit): every
+    physical column read at SCAN_BYTE_COST a byte; every join input too big to broadcast shuffled
+    once; an aggregate's output shuffled once. Absent when any row count is absent."""
+    select = scope.expression
+    if not isinstance(select, exp.Select):
+        return Estimate.absent()
+    total = Estimate.exact(0)
+    joined = bool(select.args.get("joins"))
+    for alias, (_node, source) in scope.selected_sources.items():
+        if isinstance(source, exp.Table):
+            relation = estimator.table(source)
+            read = relation.bytes(c.name for c in scope.columns if c.table == alias)
+            if read.is_absent:
+                return Estimate.absent()
+            total = total + read * SCAN_BYTE_COST
+        elif isinstance(source, Scope):
+            inner = compute_cost(estimator, source, broadcast_threshold_bytes)
+            read = estimator.estimate(source.expression).bytes()
+            if inner.is_absent or read.is_absent:
+                return Estimate.absent()
+            total = total + inner
+        else:
+            return Estimate.absent()
+        if joined and read.value > broadcast_threshold_bytes:
+            total = total + read
+    if select.args.get("group"):
+        out = estimator.estimate(select).bytes()
+        if out.is_absent:
+            return Estimate.absent()
+        total = total + out
+    return total
+
+
+@dataclass(frozen=True)
+class Stage:
+    """The work of a block's last stage, above its last shuffle exchanges: what Spark repeats when
+    it computes the block a second time and reuses those exchanges (spark.sql.exchange.reuse)."""
+
+    cost: Estimate
+    # Per hash-partitioning key, the equivalent columns ("alias.column" inside a block, output
+    # names once the block is read from outside); None when not hash-partitioned.
+    partitioned_on: tuple[frozenset[str], ...] | None
+    # What that work is, for the decision record.
+    redone: str
+
+
+def recompute_after_reuse(estimator: Estimator, scope: Scope, alias: str, broadcast_threshold_bytes: float) -> Stage:
+    """What reading FROM item `alias` of `scope` once more costs Spark (bytes moved), given that
+    identical exchanges of both reads run once: a table is scanned again; a CTE or derived table
+    repeats only the work above its last exchanges (`last_stage`). Absent without statistics.
+
+    >>> import sqlglot
+    >>> from sqlglot.optimizer.scope import build_scope
+    >>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
+    >>> schema = {"db": {"f": {"k": "int", "c": "int", "v": "double"}, "g": {"k": "int", "w": "double"}}}
+    >>> stats = StatsCatalog.from_dict({
+    ...     "db.f": {"row_count": 10**7, "columns": {"k": {"ndv": 10**6}, "c": {"ndv": 10}}},
+    ...     "db.g": {"row_count": 10**6, "columns": {"k": {"ndv": 10**6}}}})
+    >>> def redone(body):
+    ...     sql = f"WITH s AS ({body}) SELECT * FROM s AS s"
+    ...     tree = sqlglot.parse_one(sql)
+    ...     return recompute_after_reuse(Estimator(tree, schema, stats), build_scope(tree), "s", 10 * 2**20).redone
+    >>> redone("SELECT f.c AS c, SUM(f.v) AS t FROM db.f AS f GROUP BY f.c")
+    'only the final aggregate (Spark reuses the exchange below it)'
+    >>> print(redone("SELECT f.k AS k, SUM(f.v * g.w) AS t FROM db.f AS f JOIN db.g AS g ON f.k = g.k GROUP BY f.k"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    the sort-merge join of f and g (sorting its inputs again) and the aggregate on it
+    (grouped by the join key: no exchange between them)
+    """
+    _node, source = scope.selected_sources[alias]
+    if isinstance(source, exp.Table):
+        read = estimator.table(source).bytes(c.name for c in scope.columns if c.table == alias)
+        return Stage(read * SCAN_BYTE_COST, None, f"a second scan of {source.name}")
+    if isinstance(source, Scope):
+        return last_stage(estimator, source, broadcast_threshold_bytes)
+    return Stage(Estimate.absent(), None, "an input of unknown shape")
+
+
+def last_stage(estimator: Estimator, scope: Scope, broadcast_threshold_bytes: float) -> Stage:
+    """The work of the block's last stage, as Spark plans it by default: joins in written order,
+    a relation (or a left input that is one relation) under the broadcast threshold broadcast,
+    other joins sort-merge joins that shuffle both inputs (unless one is already hash-partitioned
+    on the keys); an aggregate needs an exchange unless its input is hash-partitioned on a subset
+    of its grouping keys. Work below an exchange is not in the stage. Absent without statistics
+    or for shapes not modelled (nested joins, joins without an equality)."""
+    select = scope.expression
+    if not isinstance(select, exp.Select) or not select.args.get("from_"):
+        return Stage(Estimate.absent(), None, "a block that is not a SELECT")
+    items = from_items(select)
+    if any(nested_join(item) is not None or item.alias_or_name not in scope.selected_sources for item in items):
+        return Stage(Estimate.absent(), None, "a nested join (not modelled)")
+    where = select.args.get("where")
+    where_conjuncts = conjuncts(where.this if where else None)
+    steps = estimator.join_steps(scope)
+    first = items[0].alias_or_name
+    acc = _item_stage(estimator, scope, first, broadcast_threshold_bytes)
+    acc_bytes = _read_bytes(steps[0], scope, [first])
+    joined = [first]
+    for join, step in zip(select.args.get("joins") or [], steps[1:]):
+        alias = join.this.alias_or_name
+        right = _item_stage(estimator, scope, alias, broadcast_threshold_bytes)
+        right_bytes = _read_bytes(estimator.relation_in_join(scope, join.this, where_conjuncts), scope, [alias])
+        if acc_bytes.is_absent or right_bytes.is_absent:
+            return Stage(Estimate.absent(), None, "statistics absent")
+        keys = _join_keys(conjuncts(join.args.get("on")) + where_conjuncts, joined, alias)
+        if not keys:
+            return Stage(Estimate.absent(), None, "a join without an equality (not modelled)")
+        if right_bytes.value <= broadcast_threshold_bytes:
+            # Broadcast: its exchange is reused, the streamed side's stage goes on. Spark also
+            # counts the output as partitioned on the build side's equal keys, but only where the
+            # broadcast comes after the shuffle: reorder_joins may put it first (measured: the
+            # final aggregate then sits behind an exchange and the window gained 1.01x), so the
+            # partitioning is not extended to them.
+            pass
+        elif len(joined) == 1 and acc_bytes.value <= broadcast_threshold_bytes:
+            acc = right  # the left relation is broadcast, the right one streams
+        else:
+            cost = (acc_bytes + right_bytes) * RESORT_BYTE_COST
+            for side in (
+                acc,
+                right,
+            ):  # a side already partitioned on the keys is not shuffled: its work stays in the stage
+                if side.partitioned_on and _covered(side.partitioned_on, keys):
+                    cost = cost + side.cost
+            acc = Stage(
+                cost, keys, f"the sort-merge join of {', '.join(joined)} and {alias} (sorting its inputs again)"
+            )
+        joined.append(alias)
+        acc_bytes = _read_bytes(step, scope, joined)
+    group = select.args.get("group")
+    if group is not None:
+        out = estimator.estimate(select).bytes()
+        if out.is_absent or acc_bytes.is_absent:
+            return Stage(Estimate.absent(), None, "statistics absent")
+        grouped = frozenset(f"{c.table}.{c.name}".lower() for c in group.expressions if isinstance(c, exp.Column))
+        if acc.partitioned_on and all(key & grouped for key in acc.partitioned_on):
+            acc = Stage(
+                acc.cost + acc_bytes * AGGREGATE_BYTE_COST,
+                acc.partitioned_on,
+                acc.redone + " and the aggregate on it (grouped by the join key: no exchange between them)",
+            )
+        else:
+            acc = Stage(
+                out * AGGREGATE_BYTE_COST,
+                tuple(frozenset([g]) for g in grouped),
+                "only the final aggregate (Spark reuses the exchange below it)",
+            )
+    elif any(p.find(exp.AggFunc) for p in select.selects):
+        out = estimator.estimate(select).bytes()
+        return Stage(out * AGGREGATE_BYTE_COST, None, "only the final aggregate (Spark reuses the exchange below it)")
+    return Stage(acc.cost, _output_partitioning(select, acc.partitioned_on), acc.redone)
+
+
+def _item_stage(estimator: Estimator, scope: Scope, alias: str, broadcast_threshold_bytes: float) -> Stage:
+    """A FROM item's own stage within the block, its partitioning in the block's column names."""
+    stage = recompute_after_reuse(estimator, scope, alias, broadcast_threshold_bytes)
+    if stage.partitioned_on is None:
+        return stage
+    return Stage(
+        stage.cost, tuple(frozenset(f"{alias}.{n}".lower() for n in key) for key in stage.partitioned_on), stage.redone
+    )
+
+
+def _read_bytes(relation: RelationEstimate, scope: Scope, aliases: list[str]) -> Estimate:
+    return relation.bytes(f"{c.table}.{c.name}" for c in scope.columns if c.table in aliases)
+
+
+def _join_keys(predicates: list[exp.Expression], left: list[str], right: str) -> tuple[frozenset[str], ...]:
+    keys = []
+    for predicate in predicates:
+        pair = equi_pair(predicate)
+        if pair is None:
+            continue
+        a, b = pair
+        if (a.table in left and b.table == right) or (b.table in left and a.table == right):
+            keys.append(frozenset({f"{a.table}.{a.name}".lower(), f"{b.table}.{b.name}".lower()}))
+    return tuple(keys)
+
+
+def _covered(partitioned_on: tuple[frozenset[str], ...], keys: tuple[frozenset[str], ...]) -> bool:
+    """Spark keeps a hash partitioning when its keys are among the join keys."""
+    return all(any(part & key for key in keys) for part in partitioned_on)
+
+
+def _output_partitioning(select: exp.Select, partitioned_on) -> tuple[frozenset[str], ...] | None:
+    """The partitioning in the block's output names; None when a key is not in the output."""
+    if not partitioned_on:
+        return None
+    out = []
+    for key in partitioned_on:
+        names = frozenset(
+            p.alias_or_name.lower()
+            for p in select.selects
+            if isinstance(p.unalias(), exp.Column) and f"{p.unalias().table}.{p.unalias().name}".lower() in key
+        )
+        if not names:
+            return None
+        out.append(names)
+    return tuple(out)

@@ -32,6 +32,15 @@ from dbt.adapters.hiveopt.optimizer.statistics import (
     StatsCatalog,
     TableStats,
 )
+from dbt.adapters.hiveopt.optimizer.syntax import (
+    aliases_of,
+    conjuncts,
+    equi_pair,
+    is_inner_join,
+    nested_join,
+    own_aggregate,
+    source_alias,
+)
 
 # --- Defaults (named, in one place) -------------------------------------------------------
 # Selinger's System R constants for predicates whose column statistics are absent.
@@ -411,7 +420,7 @@ class Estimator:
         # Predicates spanning relations that are not equi-join keys.
         where = scope.expression.args.get("where")
         for predicate in conjuncts(where.this if where else None):
-            if len(_aliases_of(predicate)) > 1 and not _equi_pair(predicate):
+            if len(aliases_of(predicate)) > 1 and not equi_pair(predicate):
                 acc = RelationEstimate(acc.rows * self.selectivity(predicate, acc), acc.columns)
         return acc
 
@@ -435,12 +444,12 @@ class Estimator:
             alias = join.this.alias_or_name
             right = self.relation_in_join(scope, join.this, where_conjuncts)
             on = conjuncts(join.args.get("on"))
-            if not join.side and (join.kind or "").upper() in ("", "INNER", "CROSS"):
+            if is_inner_join(join):
                 # A comma join's keys are in WHERE: FROM a, b WHERE a.k = b.k is a join on k.
                 on += [
                     p
                     for p in where_conjuncts
-                    if _equi_pair(p) and alias in _aliases_of(p) and _aliases_of(p) - {alias} <= joined
+                    if equi_pair(p) and alias in aliases_of(p) and aliases_of(p) - {alias} <= joined
                 ]
             acc = self.join(acc, right, alias, join, on)
             joined.add(alias)
@@ -462,8 +471,8 @@ class Estimator:
         (ON filters only when the join is inner or this is the null-supplying side)."""
         where = scope.expression.args.get("where")
         relation = _prefixed(self.filtered_source(scope, alias, conjuncts(where.this if where else None)), alias)
-        if join is not None and (join.side or "").upper() in ("", "LEFT") and _source_alias(join) == alias:
-            local = [p for p in conjuncts(join.args.get("on")) if _aliases_of(p) == {alias}]
+        if join is not None and (join.side or "").upper() in ("", "LEFT") and source_alias(join) == alias:
+            local = [p for p in conjuncts(join.args.get("on")) if aliases_of(p) == {alias}]
             if local:
                 relation = RelationEstimate(
                     relation.rows * self.conjunction_selectivity(local, relation), relation.columns
@@ -473,7 +482,7 @@ class Estimator:
     def filtered_source(self, scope: Scope, alias: str, conjuncts: list[exp.Expression]) -> RelationEstimate:
         """One source with the WHERE conjuncts that read only it applied (local predicates)."""
         relation = self.source(scope, alias)
-        local = [p for p in conjuncts if _aliases_of(p) == {alias}]
+        local = [p for p in conjuncts if aliases_of(p) == {alias}]
         selectivity = self.conjunction_selectivity(local, _prefixed(relation, alias)) if local else 1.0
         rows = relation.rows * selectivity if selectivity != 1.0 else relation.rows
         return RelationEstimate(rows, {k: _cap_ndv(c, rows) for k, c in relation.columns.items()})
@@ -484,12 +493,12 @@ class Estimator:
         side, kind = (join.side or "").upper(), (join.kind or "").upper()
         # ON conjuncts reading only the new relation filter it first (inner joins and the
         # null-supplying side of outer joins alike).
-        local = [p for p in on if _aliases_of(p) == {alias}]
+        local = [p for p in on if aliases_of(p) == {alias}]
         if local:
             right = RelationEstimate(right.rows * self.conjunction_selectivity(local, right), right.columns)
-        keys = [pair for pair in (_equi_pair(p) for p in on) if pair]
+        keys = [pair for pair in (equi_pair(p) for p in on) if pair]
         rows = self.join_rows(left, right, keys)
-        other = [p for p in on if not _equi_pair(p) and len(_aliases_of(p)) > 1]
+        other = [p for p in on if not equi_pair(p) and len(aliases_of(p)) > 1]
         for predicate in other:
             rows = rows * self.selectivity(predicate, RelationEstimate(rows, {**left.columns, **right.columns}))
         if kind in ("SEMI", "ANTI"):
@@ -625,52 +634,10 @@ class Estimator:
         return None, None
 
 
-# --- helpers over qualified predicates -------------------------------------------------------
-def inside_query(node: exp.Expression, top: exp.Expression) -> bool:
-    """Whether a query (a subquery) lies between `node` and `top`: then `node` belongs to it."""
-    parent = node.parent
-    while parent is not None and parent is not top:
-        if isinstance(parent, exp.Query):
-            return True
-        parent = parent.parent
-    return False
-
-
-def own_aggregate(node: exp.Expression) -> bool:
-    """An aggregate of the block itself under `node` (one inside a scalar subquery is the
-    subquery's: `SELECT x, (SELECT MAX(y) FROM u) FROM t` keeps t's rows)."""
-    return any(not inside_query(a, node) for a in node.find_all(exp.AggFunc))
-
-
 def _max(a: Estimate, b: Estimate) -> Estimate:
     if a.is_absent or b.is_absent:
         return Estimate.absent()
     return a if a.value >= b.value else Estimate(b.value, min(a.precision, b.precision))
-
-
-def _conjuncts(predicate: exp.Expression | None) -> Iterable[exp.Expression]:
-    if predicate is None:
-        return []
-    node = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
-    if isinstance(node, exp.And):
-        return [*_conjuncts(node.left), *_conjuncts(node.right)]
-    return [node]
-
-
-def conjuncts(predicate: exp.Expression | None) -> list[exp.Expression]:
-    return list(_conjuncts(predicate))
-
-
-def _aliases_of(predicate: exp.Expression) -> set:
-    """Table aliases a predicate reads in its own block (columns inside its subqueries excluded)."""
-    return {
-        column.table
-        for column in predicate.find_all(exp.Column)
-        if column.table and not inside_query(column, predicate)
-    }
-
-
-aliases_of = _aliases_of
 
 
 def _range_bound(predicate: exp.Expression) -> tuple[str, str, Any] | None:
@@ -689,42 +656,6 @@ def _range_bound(predicate: exp.Expression) -> tuple[str, str, Any] | None:
     if not ok:
         return None
     return f"{column.table}.{column.name}".lower(), ("lower" if op in (">", ">=") else "upper"), value
-
-
-def _equi_pair(predicate: exp.Expression) -> tuple[exp.Column, exp.Column] | None:
-    if (
-        isinstance(predicate, exp.EQ)
-        and isinstance(predicate.this, exp.Column)
-        and isinstance(predicate.expression, exp.Column)
-    ):
-        if predicate.this.table and predicate.expression.table and predicate.this.table != predicate.expression.table:
-            return predicate.this, predicate.expression
-    return None
-
-
-equi_pair = _equi_pair
-
-
-def nested_join(node: exp.Expression) -> exp.Table | None:
-    """`(a JOIN b ON ...)` in a FROM or JOIN: the first relation, which carries the nested joins."""
-    if (
-        isinstance(node, exp.Subquery)
-        and not node.alias
-        and isinstance(node.this, exp.Table)
-        and node.this.args.get("joins")
-    ):
-        return node.this
-    return None
-
-
-def _source_alias(node: exp.Expression | None) -> str:
-    if node is None:
-        return ""
-    source = node.this
-    return source.alias_or_name
-
-
-source_alias = _source_alias
 
 
 def _prefixed(relation: RelationEstimate, alias: str) -> RelationEstimate:

@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from dbt.adapters.hiveopt.optimizer.estimator import aliases_of, conjuncts, equi_pair, source_alias
+from dbt.adapters.hiveopt.optimizer.syntax import aliases_of, conjuncts, equi_pair, is_inner_join, source_alias
 
-INNER_KINDS = ("", "INNER", "CROSS")
 # The node standing for the joins before a barrier, in runs after it.
 PREFIX = "(joins before the barrier)"
 
@@ -66,15 +65,6 @@ class JoinGraph:
         return PREFIX if alias in self.prefix_aliases else alias
 
 
-def _is_inner(join: exp.Join) -> bool:
-    return (
-        (join.side or "").upper() == ""
-        and (join.kind or "").upper() in INNER_KINDS
-        and not join.args.get("using")
-        and (join.args.get("method") or "").upper() != "NATURAL"
-    )
-
-
 def _movable(predicate: exp.Expression) -> bool:
     """A WHERE conjunct that may move into an inner join's ON: deterministic, no subquery."""
     return predicate.find(exp.Query) is None and not any(
@@ -83,7 +73,7 @@ def _movable(predicate: exp.Expression) -> bool:
 
 
 def _barrier(join: exp.Join) -> str | None:
-    if not _is_inner(join) or isinstance(join.this, exp.Unnest) or join.args.get("method"):
+    if not is_inner_join(join) or isinstance(join.this, exp.Unnest) or join.args.get("method"):
         return (
             f"{(join.side or join.kind or join.args.get('method') or 'special').upper()} join of {source_alias(join)}"
         )

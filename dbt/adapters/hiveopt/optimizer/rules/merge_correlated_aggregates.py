@@ -69,7 +69,8 @@ is cheap (9.5 s both ways over 10M rows).
 ...        "SELECT s1.k FROM s s1 WHERE s1.t > (SELECT 1.2 * AVG(s2.t) FROM s s2 WHERE s2.g = s1.g)")
 >>> from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 >>> only = OptimizerConfig(rules={"reorder_joins": False, "select_join_algorithms": False})
->>> print(optimize(sql, OptimizerContext(schema=schema, statistics=stats, config=only)).sql)  # doctest: +NORMALIZE_WHITESPACE
+>>> context = OptimizerContext(schema=schema, statistics=stats, config=only)
+>>> print(optimize(sql, context).sql)  # doctest: +NORMALIZE_WHITESPACE
 WITH s AS (SELECT f.k AS k, d.g AS g, SUM(f.v) AS t FROM db.f AS f JOIN db.d AS d ON f.k = d.k GROUP BY f.k, d.g)
 SELECT s1.k AS k FROM (SELECT s1.g AS g, s1.k AS k, s1.t AS t, CASE WHEN s1.g IS NULL THEN NULL
 ELSE 1.2 * AVG(s1.t) OVER (PARTITION BY s1.g) END AS _hiveopt_0 FROM s AS s1) AS s1 WHERE s1.t > (s1._hiveopt_0)
@@ -78,10 +79,11 @@ ELSE 1.2 * AVG(s1.t) OVER (PARTITION BY s1.g) END AS _hiveopt_0 FROM s AS s1) AS
 ...     "k": {"ndv": 10**6}, "brand": {"ndv": 1000}}}})
 >>> q2 = ("SELECT p.brand, f.v FROM db.p, db.f WHERE p.k = f.k AND p.brand = 'x' "
 ...       "AND f.v = (SELECT MIN(f2.v) FROM db.f AS f2 WHERE f2.k = p.k)")
->>> print(optimize(q2, OptimizerContext(schema=schema, statistics=stats, config=only)).sql)  # doctest: +NORMALIZE_WHITESPACE
-SELECT _hiveopt_0.brand AS brand, _hiveopt_0.v AS v FROM (SELECT p.brand AS brand, f.v AS v, MIN(f.v) OVER (PARTITION BY f.k)
-AS _hiveopt_1 FROM db.p AS p CROSS JOIN db.f AS f WHERE p.k = f.k AND p.brand = 'x') AS _hiveopt_0
-WHERE _hiveopt_0.v = (_hiveopt_0._hiveopt_1)
+>>> context = OptimizerContext(schema=schema, statistics=stats, config=only)
+>>> print(optimize(q2, context).sql)  # doctest: +NORMALIZE_WHITESPACE
+SELECT _hiveopt_0.brand AS brand, _hiveopt_0.v AS v FROM (SELECT p.brand AS brand, f.v AS v,
+MIN(f.v) OVER (PARTITION BY f.k) AS _hiveopt_1 FROM db.p AS p CROSS JOIN db.f AS f
+WHERE p.k = f.k AND p.brand = 'x') AS _hiveopt_0 WHERE _hiveopt_0.v = (_hiveopt_0._hiveopt_1)
 """
 
 from __future__ import annotations
@@ -93,29 +95,35 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
-from dbt.adapters.hiveopt.optimizer.cost_model import MIN_RECOMPUTE_TO_WINDOW_RATIO, WINDOW_BYTE_COST
+from dbt.adapters.hiveopt.optimizer.cost_model import (
+    MIN_RECOMPUTE_TO_WINDOW_RATIO,
+    WINDOW_BYTE_COST,
+    recompute_after_reuse,
+)
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
-from dbt.adapters.hiveopt.optimizer.estimator import Estimator, conjuncts, nested_join
-from dbt.adapters.hiveopt.optimizer.rules.correlation import (
+from dbt.adapters.hiveopt.optimizer.estimator import Estimator
+from dbt.adapters.hiveopt.optimizer.statistics import Estimate
+from dbt.adapters.hiveopt.optimizer.syntax import (
     WINDOWABLE_AGGREGATES,
     aggregate_shape_problem,
     block_conjuncts,
     columns_of,
+    conjuncts,
     drop_conjuncts,
     fresh_names,
     from_items,
     identity,
+    is_inner_join,
     local_to,
+    nested_join,
     non_inner_join,
     normalized,
-    recompute_after_reuse,
     remove_item,
     renamed,
     renamed_all,
     replace_columns,
     shadowed,
 )
-from dbt.adapters.hiveopt.optimizer.statistics import Estimate
 
 # Rewrites per query; each one restarts the scan of the (changed) query.
 MAX_REWRITES = 16
@@ -483,12 +491,9 @@ def _null_supplying_join(select: exp.Select, s_alias: str):
     found = None
     joins = select.args.get("joins") or []
     for i, join in enumerate(joins):
-        side, kind = (join.side or "").upper(), (join.kind or "").upper()
-        plain = (
-            not side and kind in ("", "INNER", "CROSS") and not join.args.get("using") and not join.args.get("method")
-        )
-        if plain:
+        if is_inner_join(join):
             continue
+        side, kind = (join.side or "").upper(), (join.kind or "").upper()
         outer = kind in ("", "OUTER") and not join.args.get("using") and not join.args.get("method")
         if outer and side == "LEFT" and join.this.alias_or_name == s_alias:
             found = join
@@ -497,7 +502,10 @@ def _null_supplying_join(select: exp.Select, s_alias: str):
             found = join
             continue
         what = " ".join(p for p in (side, kind, "JOIN") if p)
-        return f"the outer block has a {what}: which rows survive is not the inner join's (nor an outer join that only adds the aggregate)"
+        return (
+            f"the outer block has a {what}: which rows survive is not the inner join's "
+            "(nor an outer join that only adds the aggregate)"
+        )
     return found
 
 

@@ -52,21 +52,23 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
+from dbt.adapters.hiveopt.optimizer.cost_model import compute_cost
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
-from dbt.adapters.hiveopt.optimizer.estimator import Estimator, conjuncts, own_aggregate
-from dbt.adapters.hiveopt.optimizer.rules.correlation import (
+from dbt.adapters.hiveopt.optimizer.estimator import Estimator
+from dbt.adapters.hiveopt.optimizer.spark_types import COUNT_AS_DECIMAL, avg_type, expression_type, sum_type
+from dbt.adapters.hiveopt.optimizer.syntax import (
     aggregate_shape_problem,
     block_conjuncts,
-    compute_cost,
+    conjuncts,
     drop_conjuncts,
     fresh_names,
     from_items,
     non_inner_join,
     normalized,
+    own_aggregate,
     remove_item,
     replace_columns,
 )
-from dbt.adapters.hiveopt.optimizer.spark_types import COUNT_AS_DECIMAL, avg_type, expression_type, sum_type
 
 MAX_REWRITES = 16
 # Scalar siblings become a cross-joined derived table only in a block of at most this many rows.
@@ -271,7 +273,7 @@ def _merge_once(expression, schema, statistics, config, log, decided: set[str]) 
         groups: dict[tuple[str, tuple], list[_Sibling]] = {}
         for sibling in siblings:
             groups.setdefault((sibling.input, sibling.key_sql), []).append(sibling)
-        for (input_sql, key_sql), members in groups.items():
+        for (_input, key_sql), members in groups.items():
             if len(members) < 2:
                 continue
             label = f"siblings {', '.join(m.alias for m in members)}"
@@ -288,7 +290,8 @@ def _merge_once(expression, schema, statistics, config, log, decided: set[str]) 
             saved = _saved_bytes(estimator, config, members)
             two_level = _merge(expression, select, members, equalities, estimator)
             log.fired(
-                f"{len(members)} aggregations of one input ({'per ' + ', '.join(key_sql) if key_sql else 'one row each'})"
+                f"{len(members)} aggregations of one input "
+                f"({'per ' + ', '.join(key_sql) if key_sql else 'one row each'})"
                 " -> one pass with FILTER clauses"
                 + (", grouped by the DISTINCT expression first" if two_level else ""),
                 candidate=label,

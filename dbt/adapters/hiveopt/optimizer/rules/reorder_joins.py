@@ -33,15 +33,9 @@ from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.cost_model import CostModel, JoinInput
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.enumerate_joins import MAX_DP_PAIRS, Plan, best_plans
-from dbt.adapters.hiveopt.optimizer.estimator import (
-    DEFAULT_SELECTIVITY,
-    Estimator,
-    RelationEstimate,
-    aliases_of,
-    conjuncts,
-    join_cardinality,
-)
+from dbt.adapters.hiveopt.optimizer.estimator import DEFAULT_SELECTIVITY, Estimator, RelationEstimate, join_cardinality
 from dbt.adapters.hiveopt.optimizer.join_graph import PREFIX, JoinGraph, build_join_graph, next_run_start
+from dbt.adapters.hiveopt.optimizer.syntax import aliases_of, conjuncts
 
 # Rewrite only when the best tree is at least this much cheaper than the written one: estimates
 # are estimates, and an unchanged query is the safest query.

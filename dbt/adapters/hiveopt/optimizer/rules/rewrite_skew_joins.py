@@ -24,11 +24,13 @@ split the null-supplying side; it is not counted on. Inner joins, and LEFT joins
 ...     "db.f": {"row_count": 10**8, "columns": {"k": {"ndv": 10**6, "heavy_hitters": [[42, 9 * 10**7]]}}},
 ...     "db.d": {"row_count": 10**7, "columns": {"k": {"ndv": 10**7}, "name": {"ndv": 10**7}}}})
 >>> config = OptimizerConfig.from_dicts({"task_slots": 2, "rules": {"select_join_algorithms": False}})
->>> print(optimize("SELECT d.name, SUM(f.v) AS v FROM db.f JOIN db.d ON f.k = d.k GROUP BY d.name",
-...                OptimizerContext(schema=schema, statistics=stats, config=config)).sql)  # doctest: +NORMALIZE_WHITESPACE
-SELECT skew_join.d_name AS name, SUM(skew_join.f_v) AS v FROM (SELECT /*+ BROADCAST(d) */ d.name AS d_name, f.v AS f_v
-FROM db.f AS f JOIN db.d AS d ON f.k = d.k WHERE f.k IN (42) AND d.k IN (42) UNION ALL SELECT d.name AS d_name, f.v AS f_v
-FROM db.f AS f JOIN db.d AS d ON f.k = d.k WHERE NOT f.k IN (42)) AS skew_join GROUP BY skew_join.d_name
+>>> sql = "SELECT d.name, SUM(f.v) AS v FROM db.f JOIN db.d ON f.k = d.k GROUP BY d.name"
+>>> context = OptimizerContext(schema=schema, statistics=stats, config=config)
+>>> print(optimize(sql, context).sql)  # doctest: +NORMALIZE_WHITESPACE
+SELECT skew_join.d_name AS name, SUM(skew_join.f_v) AS v FROM (SELECT /*+ BROADCAST(d) */ d.name AS d_name,
+f.v AS f_v FROM db.f AS f JOIN db.d AS d ON f.k = d.k WHERE f.k IN (42) AND d.k IN (42) UNION ALL SELECT
+d.name AS d_name, f.v AS f_v FROM db.f AS f JOIN db.d AS d ON f.k = d.k WHERE NOT f.k IN (42)) AS skew_join
+GROUP BY skew_join.d_name
 """
 
 from __future__ import annotations
@@ -43,8 +45,9 @@ from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.cost_model import skew_join_speedup
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
-from dbt.adapters.hiveopt.optimizer.estimator import Estimator, conjuncts, equi_pair, nested_join, source_alias
+from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.literals import literal_for, typed_value
+from dbt.adapters.hiveopt.optimizer.syntax import conjuncts, equi_pair, nested_join, source_alias
 
 # Fire only when the cost model expects the rewrite at least this much faster: it reads both
 # inputs twice, and estimates are estimates.
@@ -125,7 +128,6 @@ def _rewrite_block(
     if not pairs:
         log.skipped("no equi-join key: nothing to split on", block=label)
         return
-    where = select.args.get("where")
     build = {alias: estimator.build_side(scope, alias, join if alias == right else None) for alias in (left, right)}
     # The preserved side of a LEFT join keeps its unmatched rows in either branch: only it may be split.
     sides = [(left, right, 0)] + ([(right, left, 1)] if side == "" else [])
@@ -145,7 +147,8 @@ def _rewrite_block(
                 continue
             if not _rewrite(scope, select, skewed, other, key, other_key, literals, side):
                 reasons.append(
-                    f"{skewed}.{key.name}: the block cannot be rewritten around it (a correlated subquery or a star reads the join)"
+                    f"{skewed}.{key.name}: the block cannot be rewritten around it "
+                    "(a correlated subquery or a star reads the join)"
                 )
                 continue
             estimate = f"estimated {details['speedup']:.2f}x" if details["speedup"] else "declared"
@@ -291,9 +294,10 @@ def _rewrite(
         body.set("from_", exp.From(this=first.copy()))
         branch_join = join.copy()
         body.set("joins", [branch_join])
-        in_hot = lambda col: exp.In(
-            this=exp.column(col.name, table=col.table), expressions=[v.copy() for v in literals]
-        )
+
+        def in_hot(col: exp.Column) -> exp.In:
+            return exp.In(this=exp.column(col.name, table=col.table), expressions=[v.copy() for v in literals])
+
         if hot_branch:
             body.set("hint", exp.Hint(expressions=[exp.JoinHint(this="BROADCAST", expressions=[exp.to_table(other)])]))
             if side == "LEFT":

@@ -29,14 +29,9 @@ from sqlglot.optimizer.scope import Scope
 from dbt.adapters.hiveopt.optimizer.blocks import join_blocks
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
-from dbt.adapters.hiveopt.optimizer.estimator import (
-    Estimator,
-    conjuncts,
-    equi_pair,
-    nested_join,
-    source_alias,
-)
+from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate
+from dbt.adapters.hiveopt.optimizer.syntax import conjuncts, equi_pair, nested_join, source_alias
 
 
 def _mb(value: float | None) -> str:
@@ -144,7 +139,8 @@ def _choose(
         ):
             hints.append(exp.JoinHint(this="SHUFFLE_HASH", expressions=[exp.to_table(name)]))
             log.fired(
-                f"shuffle-hash on {name}: estimated {_mb(build_bytes.value)}, {config.shuffle_hash_ratio:g}x smaller than the other side",
+                f"shuffle-hash on {name}: estimated {_mb(build_bytes.value)}, "
+                f"{config.shuffle_hash_ratio:g}x smaller than the other side",
                 hint="SHUFFLE_HASH",
                 **details,
             )

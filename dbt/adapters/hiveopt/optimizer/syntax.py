@@ -1,0 +1,305 @@
+"""Helpers over qualified sqlglot trees that the estimator and the rules share: the conjuncts of
+a predicate, the aliases it reads, equi-join pairs, FROM items, inner joins, column renaming. Pure
+functions of the tree; no statistics, no costs.
+
+>>> import sqlglot
+>>> select = sqlglot.parse_one("SELECT * FROM db.t AS a JOIN db.u AS b ON a.k = b.k AND a.v > 1 WHERE b.w = 2")
+>>> [p.sql() for p in block_conjuncts(select)]
+['b.w = 2', 'a.k = b.k', 'a.v > 1']
+>>> [sorted(aliases_of(p)) for p in block_conjuncts(select)], [c.sql() for c in equi_pair(block_conjuncts(select)[1])]
+([['b'], ['a', 'b'], ['a']], ['a.k', 'b.k'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sqlglot import exp
+from sqlglot.optimizer.scope import Scope
+
+from dbt.adapters.hiveopt.optimizer.prepare import deterministic
+
+
+# --- helpers over qualified predicates -------------------------------------------------------
+def inside_query(node: exp.Expression, top: exp.Expression) -> bool:
+    """Whether a query (a subquery) lies between `node` and `top`: then `node` belongs to it."""
+    parent = node.parent
+    while parent is not None and parent is not top:
+        if isinstance(parent, exp.Query):
+            return True
+        parent = parent.parent
+    return False
+
+
+def own_aggregate(node: exp.Expression) -> bool:
+    """An aggregate of the block itself under `node` (one inside a scalar subquery is the
+    subquery's: `SELECT x, (SELECT MAX(y) FROM u) FROM t` keeps t's rows)."""
+    return any(not inside_query(a, node) for a in node.find_all(exp.AggFunc))
+
+
+def conjuncts(predicate: exp.Expression | None) -> list[exp.Expression]:
+    """The AND-ed parts of a predicate, parentheses removed."""
+    if predicate is None:
+        return []
+    node = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
+    if isinstance(node, exp.And):
+        return [*conjuncts(node.left), *conjuncts(node.right)]
+    return [node]
+
+
+def aliases_of(predicate: exp.Expression) -> set:
+    """Table aliases a predicate reads in its own block (columns inside its subqueries excluded)."""
+    return {
+        column.table
+        for column in predicate.find_all(exp.Column)
+        if column.table and not inside_query(column, predicate)
+    }
+
+
+def equi_pair(predicate: exp.Expression) -> tuple[exp.Column, exp.Column] | None:
+    if (
+        isinstance(predicate, exp.EQ)
+        and isinstance(predicate.this, exp.Column)
+        and isinstance(predicate.expression, exp.Column)
+    ):
+        if predicate.this.table and predicate.expression.table and predicate.this.table != predicate.expression.table:
+            return predicate.this, predicate.expression
+    return None
+
+
+def nested_join(node: exp.Expression) -> exp.Table | None:
+    """`(a JOIN b ON ...)` in a FROM or JOIN: the first relation, which carries the nested joins."""
+    if (
+        isinstance(node, exp.Subquery)
+        and not node.alias
+        and isinstance(node.this, exp.Table)
+        and node.this.args.get("joins")
+    ):
+        return node.this
+    return None
+
+
+def source_alias(node: exp.Expression | None) -> str:
+    if node is None:
+        return ""
+    source = node.this
+    return source.alias_or_name
+
+
+# Aggregates whose value over a window partition equals their value over the group, and that
+# Spark can compute as window functions (DISTINCT ones it cannot: DISTINCT_WINDOW_FUNCTION_UNSUPPORTED).
+WINDOWABLE_AGGREGATES = (exp.Avg, exp.Sum, exp.Min, exp.Max, exp.Count)
+
+
+# Prefix of the columns the rules add; numbered so they never collide with the query's own.
+ADDED_COLUMN_PREFIX = "_hiveopt_"
+
+
+def identity(scope: Scope, alias: str) -> tuple[str, str] | None:
+    """('table', 'db.t') or ('cte', name) for the FROM item `alias` of `scope`; None otherwise."""
+    entry = scope.selected_sources.get(alias)
+    if entry is None:
+        return None
+    node, source = entry
+    if isinstance(source, exp.Table):
+        return "table", ".".join(p for p in (source.db, source.name) if p).lower()
+    if isinstance(node, exp.Table) and isinstance(source, Scope) and source.is_cte:
+        return "cte", node.name.lower()
+    return None
+
+
+def from_items(select: exp.Select) -> list[exp.Expression]:
+    """The block's FROM item and the items of its joins, in order."""
+    items = [select.args["from_"].this] if select.args.get("from_") else []
+    return items + [join.this for join in select.args.get("joins") or []]
+
+
+def non_inner_join(select: exp.Select) -> str | None:
+    """A description of the first join that is not an inner (or cross) join, else None."""
+    for join in select.args.get("joins") or []:
+        if not is_inner_join(join):
+            side, kind = (join.side or "").upper(), (join.kind or "").upper()
+            return " ".join(p for p in (join.args.get("method") or "", side, kind, "JOIN") if p).strip()
+    return None
+
+
+def block_conjuncts(select: exp.Select, inner_only: bool = False) -> list[exp.Expression]:
+    """WHERE and every ON conjunct of an all-inner block (all of them filter the same rows); with
+    `inner_only`, the ON conjuncts of inner joins only (an outer join's ON filters no row out)."""
+    where = select.args.get("where")
+    out = conjuncts(where.this if where else None)
+    for join in select.args.get("joins") or []:
+        if not (inner_only and join.side):
+            out += conjuncts(join.args.get("on"))
+    return out
+
+
+def aggregate_shape_problem(select: exp.Select, where: str) -> str | None:
+    """Why an aggregate block cannot be merged into another read ("... inside {where}"), else None:
+    clauses that filter or cut its groups, windows, nested subqueries, non-deterministic calls.
+
+    >>> import sqlglot
+    >>> having = sqlglot.parse_one("SELECT k, SUM(v) FROM t GROUP BY k HAVING SUM(v) > 1")
+    >>> aggregate_shape_problem(having, "the aggregate")
+    'HAVING inside the aggregate'
+    """
+    for arg, clause in (
+        ("having", "HAVING"),
+        ("limit", "LIMIT"),
+        ("offset", "OFFSET"),
+        ("distinct", "SELECT DISTINCT"),
+        ("order", "ORDER BY"),
+        ("qualify", "QUALIFY"),
+    ):
+        if select.args.get(arg):
+            return f"{clause} inside {where}"
+    if select.find(exp.Window):
+        return f"a window function inside {where}"
+    if any(s is not select for s in select.find_all(exp.Select)):
+        return f"a nested subquery inside {where}"
+    if not deterministic(select):
+        return f"a non-deterministic expression inside {where}"
+    return None
+
+
+def renamed(node: exp.Expression, old: str, new: str) -> exp.Expression:
+    """A copy of `node` with columns of table alias `old` pointed at alias `new`."""
+    return renamed_all(node, {old: new})
+
+
+def renamed_all(node: exp.Expression, mapping: dict[str, str]) -> exp.Expression:
+    """A copy of `node` with columns of each alias in `mapping` pointed at the mapped alias (at once:
+    a -> b and b -> a swap)."""
+    copy = node.copy()
+    for column in copy.find_all(exp.Column):
+        if column.table in mapping:
+            column.set("table", exp.to_identifier(mapping[column.table]))
+    return copy
+
+
+def normalized(node: exp.Expression) -> str:
+    return node.sql(dialect="spark")
+
+
+def local_to(predicate: exp.Expression, alias: str) -> bool:
+    return aliases_of(predicate) == {alias} and predicate.find(exp.Subquery) is None
+
+
+def fresh_names(expression: exp.Expression, count: int, *also: exp.Expression) -> list[str]:
+    """`count` column names unused anywhere in the query (and in `also`, parts not yet in it)."""
+    used = {i.name.lower() for node in (expression, *also) for i in node.find_all(exp.Identifier)}
+    names, n = [], 0
+    while len(names) < count:
+        name = f"{ADDED_COLUMN_PREFIX}{n}"
+        if name not in used:
+            names.append(name)
+        n += 1
+    return names
+
+
+def columns_of(select: exp.Select, scope: Scope, alias: str, all_scopes: Iterable[Scope]) -> list[str]:
+    """Names of the columns of FROM item `alias` that the block reads, its own subqueries included
+    (where they refer to it from outside), in first-seen order."""
+    names: list[str] = []
+    for s in all_scopes:
+        if s is not scope and not _inside(s.expression, select):
+            continue
+        if s is not scope and alias in s.sources:
+            continue  # a subquery with its own relation of that name
+        for column in s.columns:
+            if column.table == alias and column.name not in names:
+                names.append(column.name)
+    return names
+
+
+def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
+    while node is not None:
+        if node is ancestor:
+            return True
+        node = node.parent
+    return False
+
+
+def replace_columns(select: exp.Select, mapping: dict[tuple[str, str], exp.Expression]) -> None:
+    """Replace columns `alias.name` (keys lowercase) anywhere in the block by copies of the mapped
+    expressions; subqueries that define a relation of that alias themselves keep theirs."""
+    aliases = {a for a, _ in mapping}
+    for column in list(select.find_all(exp.Column)):
+        key = (column.table.lower(), column.name.lower())
+        if key in mapping and not shadowed(column, select, aliases):
+            column.replace(mapping[key].copy())
+
+
+def shadowed(column: exp.Column, select: exp.Select, aliases) -> bool:
+    """Whether a query between `column` and `select` reads its own relation named by one of
+    `aliases` (then the column is that relation's, not the block's)."""
+    node = column.parent
+    while node is not None and node is not select:
+        if isinstance(node, exp.Select) and any(item.alias_or_name in aliases for item in from_items(node)):
+            return True
+        node = node.parent
+    return False
+
+
+def remove_item(select: exp.Select, alias: str) -> None:
+    """Drop FROM item `alias` from an all-inner block; its ON conjuncts move to WHERE."""
+    joins = list(select.args.get("joins") or [])
+    moved: list[exp.Expression] = []
+    from_item = select.args["from_"].this
+    if from_item.alias_or_name == alias:
+        first = joins.pop(0)
+        if first.args.get("on"):
+            moved.append(first.args["on"])
+        select.set("from_", exp.From(this=first.this))
+    else:
+        for join in joins:
+            if join.this.alias_or_name == alias:
+                if join.args.get("on"):
+                    moved.append(join.args["on"])
+                joins.remove(join)
+                break
+    select.set("joins", joins or None)
+    if moved:
+        add_where(select, moved)
+
+
+def add_where(select: exp.Select, predicates: list[exp.Expression]) -> None:
+    where = select.args.get("where")
+    parts = ([where.this] if where else []) + list(predicates)
+    select.set("where", exp.Where(this=exp.and_(*parts, copy=False)) if parts else None)
+
+
+def drop_conjuncts(select: exp.Select, doomed: list[exp.Expression]) -> None:
+    """Remove these conjunct nodes (by identity) from WHERE and ON clauses."""
+    ids = {id(d) for d in doomed}
+    for holder, key in [(select, "where")] + [(j, "on") for j in select.args.get("joins") or []]:
+        clause = holder.args.get(key)
+        if clause is None:
+            continue
+        body = clause.this if key == "where" else clause
+        kept = [c for c in conjuncts(body) if id(c) not in ids]
+        if len(kept) == len(conjuncts(body)):
+            continue
+        rebuilt = exp.and_(*kept, copy=False) if kept else None
+        if key == "where":
+            holder.set("where", exp.Where(this=rebuilt) if rebuilt is not None else None)
+        else:
+            holder.set("on", rebuilt)
+
+
+def is_inner_join(join: exp.Join, cross: bool = True) -> bool:
+    """An inner join (a CROSS join too, unless `cross` is False) without USING or NATURAL: the one
+    definition every rule uses. USING and NATURAL merge their key columns, so their ON is not
+    theirs to move.
+
+    >>> import sqlglot
+    >>> joins = sqlglot.parse_one("SELECT * FROM a JOIN b ON a.k = b.k LEFT JOIN c ON 1 = 1, d").args["joins"]
+    >>> [is_inner_join(j) for j in joins]
+    [True, False, True]
+    """
+    return (
+        (join.side or "").upper() == ""
+        and (join.kind or "").upper() in ("", "INNER", *(("CROSS",) if cross else ()))
+        and not join.args.get("using")
+        and (join.args.get("method") or "").upper() != "NATURAL"
+    )
