@@ -1,10 +1,13 @@
 """Optimizer fixtures in sqlglot's style: one file per rule under tests/fixtures/optimizer/.
 
 A case is a block of `# key: value` lines, then the input SQL ending in `;`, then optionally the
-expected SQL ending in `;`. No expected SQL means the rule must not fire. `# stats: NAME` picks a
-schema and statistics set from statistics.json (a set's optional "partitioning" gives partition
-columns, its optional "config" settings for every case of the set); `# config: {...}` (JSON) sets optimizer settings; `# execute: false` keeps a case off
-Spark; `# materialization: view` builds a view; `# values: JSON` is what the adapter's pre-pass
+expected SQL ending in `;` (each may span lines; a statement ends with `;` at the end of a line, and
+no blank line may appear inside a case: cases are separated by blank lines). No expected SQL means
+the rule must not fire. `# title:` is short (the shape and the outcome; it is the pytest id) and
+`# why:` explains it. `# stats: NAME` picks a schema and statistics set from statistics.json (a
+set's optional "partitioning" gives partition columns, its optional "config" settings for every
+case of the set); `# config: {...}` (JSON) sets optimizer settings; `# execute: false` keeps a case
+off Spark; `# materialization: view` builds a view; `# values: JSON` is what the adapter's pre-pass
 fetched for every small side the query has (a list of keys, or {"low": .., "high": ..}, or
 {"error": ".."}; or by small-side alias: {"d": [1, 2], "r": ["x"]}).
 """
@@ -70,11 +73,15 @@ def load_cases(rule: str) -> list[Case]:
     return cases
 
 
-def context_for(case: Case, only_rule: str | None = None, **settings) -> OptimizerContext:
+def context_for(case: Case, only_rule: str | None = None, rule_off: str | None = None, **settings) -> OptimizerContext:
+    """`only_rule`: that rule alone is on (a name no rule has: every rule off). `rule_off`: that rule
+    switched off as a profile's text would say it ("false"), the others as `only_rule` leaves them."""
     sets = load_sets()[case.stats]
     from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
 
-    rules = {name: (only_rule is None or name == only_rule) for name in RULE_NAMES}
+    rules: dict[str, bool | str] = {name: (only_rule is None or name == only_rule) for name in RULE_NAMES}
+    if rule_off is not None:
+        rules[rule_off] = "false"
     configured = {**sets.get("config", {}), **(json.loads(case.meta["config"]) if case.meta.get("config") else {})}
     context = OptimizerContext(
         schema=sets["schema"],

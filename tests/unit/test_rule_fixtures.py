@@ -9,6 +9,7 @@ from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
 
 CASES = [case for rule in RULE_NAMES for case in load_cases(rule)]
+FIRING = [case for case in CASES if case.expected is not None]
 
 
 def _normalized(sql: str) -> str:
@@ -29,7 +30,35 @@ def test_fixture(case):
         assert _normalized(result.sql) == _normalized(case.expected)
 
 
-@pytest.mark.parametrize("case", CASES, ids=str)
-def test_rule_switched_off_changes_nothing(case):
-    result = optimize(case.sql, context_for(case, only_rule="none-of-them"))
-    assert not result.changed and result.sql == case.sql
+@pytest.mark.parametrize("case", FIRING, ids=str)
+def test_a_rule_switched_off_does_not_run(case):
+    """Every other rule on, the case's own rule off by the text "false" (as a profile's env_var()
+    gives it): the pipeline runs, so a broken per-rule switch fails here. With every rule off,
+    optimize() returns before any rule (the test below)."""
+    context = context_for(case, rule_off=case.rule)
+    assert context.config.rules[case.rule] is False  # "false" read as off, not as a truthy string
+    result = optimize(case.sql, context)
+    assert result.fallback_reason is None and not result.switched_off
+    runs = {r.rule: r for r in result.rules}
+    assert list(runs) == list(RULE_NAMES)
+    run = runs[case.rule]
+    assert not run.enabled and run.decisions == [] and run.error is None
+    assert case.rule not in result.fired_rules
+    assert all(r.enabled for name, r in runs.items() if name != case.rule)
+    if not result.fired_rules:
+        # Nothing else fired: the query is the text as written, without the rule's rewrite.
+        assert not result.changed and result.sql == case.sql
+    # The rule's own rewrite is the expected SQL: only the other rules, having fired, could produce it.
+    assert result.fired_rules or _normalized(result.sql) != _normalized(case.expected)
+    # Where the rule fires with every rule on, switching it off must change the query.
+    every_rule = optimize(case.sql, context_for(case))
+    if case.rule in every_rule.fired_rules:
+        assert _normalized(result.sql) != _normalized(every_rule.sql)
+
+
+def test_every_rule_switched_off_leaves_the_text_untouched():
+    for case in CASES:
+        result = optimize(case.sql, context_for(case, only_rule="none-of-them"))
+        assert result.switched_off and result.fallback_reason == "every rule switched off", str(case)
+        assert not result.changed and result.sql == case.sql, str(case)
+        assert not any(r.enabled or r.decisions for r in result.rules), str(case)
