@@ -101,10 +101,10 @@ def fetched_for(sql: str, context: OptimizerContext, answer) -> dict:
     """What the adapter's pre-pass would hand the rules if every small side returned `answer`."""
     from dbt.adapters.hiveopt.optimizer.context import FetchedValues
     from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
-    from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import plan_value_fetches
+    from dbt.adapters.hiveopt.optimizer.pipeline import value_fetches
 
     expression = prepare_query(sql, context.schema, context.default_db).expression
-    fetches = plan_value_fetches(
+    fetches = value_fetches(
         expression, context.schema, context.statistics, context.config, context.materialization, context.partitioning
     )
 

@@ -52,6 +52,8 @@ SCAN_BYTE_COST = 0.25
 # (per byte about as dear as a shuffle); computing the input a second time must cost at least
 # this many times more before the correlation rule trades one for the other.
 WINDOW_BYTE_COST = 1.0
+# The bytes per row of each column a window adds (the aggregate's value).
+WINDOW_COLUMN_BYTES = 8
 MIN_RECOMPUTE_TO_WINDOW_RATIO = 1.0
 # What Spark redoes when it computes an input a second time with exchange reuse on (the default):
 # the identical shuffle exchanges of both reads run once (ReusedExchange), so the second read
@@ -78,8 +80,31 @@ class JoinInput:
 
 @dataclass
 class CostModel:
+    """The one source of costs (bytes moved, as Spark would run the plan). The pipeline builds
+    one per query from the configuration and hands it to the rules, which ask it; rows and widths
+    come from the estimator."""
+
     broadcast_threshold_bytes: float
     parallelism: int = DEFAULT_PARALLELISM
+
+    def recompute(self, estimator: Estimator, scope: Scope, alias: str) -> Stage:
+        """What reading FROM item `alias` of `scope` once more costs (see recompute_after_reuse)."""
+        return recompute_after_reuse(estimator, scope, alias, self.broadcast_threshold_bytes)
+
+    def compute(self, estimator: Estimator, scope: Scope) -> Estimate:
+        """What computing this block once more costs (see compute_cost)."""
+        return compute_cost(estimator, scope, self.broadcast_threshold_bytes)
+
+    @staticmethod
+    def window(rows: Estimate, width_bytes: float, added_columns: int) -> Estimate:
+        """What a window over `rows` rows of `width_bytes` costs: the rows, with the columns the
+        window adds, shuffled and sorted by its partition key."""
+        return rows * (width_bytes + added_columns * WINDOW_COLUMN_BYTES) * WINDOW_BYTE_COST
+
+    @staticmethod
+    def window_pays(recompute: Estimate, window: Estimate) -> bool:
+        """Whether computing the input again costs enough more than the window to trade them."""
+        return recompute.value >= window.value * MIN_RECOMPUTE_TO_WINDOW_RATIO
 
     def join_cost(
         self, left: JoinInput, right: JoinInput, keys: Sequence[tuple[str, str]], output_bytes: float

@@ -293,7 +293,10 @@ def _name(column: exp.Column) -> str:
 
 
 class Estimator:
-    """Estimates rows and column statistics of every query block of one qualified query."""
+    """Estimates rows and column statistics of every query block of one qualified query: the one
+    source of row counts, widths and selectivities. The pipeline builds one per query and hands
+    each rule a view of it over the tree the rule works on (`over`), which shares the normalized
+    schema and the statistics."""
 
     def __init__(self, root: exp.Expression, schema: dict[str, dict[str, dict[str, str]]], statistics: StatsCatalog):
         self.schema = {
@@ -301,9 +304,25 @@ class Estimator:
             for db, ts in schema.items()
         }
         self.statistics = statistics
-        self.scopes: dict[int, Scope] = {id(s.expression): s for s in traverse_scope(root)}
+        self.root = root
+        self._scopes: dict[int, Scope] | None = None
         self._memo: dict[int, RelationEstimate] = {}
         self.used: dict[str, dict[str, Any]] = {}  # statistics consulted, for the report
+
+    def over(self, root: exp.Expression) -> Estimator:
+        """An estimator for another tree of the same query (a rule's copy, or the tree after a
+        rewrite): same schema and statistics, its own scopes and memo."""
+        view = Estimator.__new__(Estimator)
+        view.schema, view.statistics, view.root = self.schema, self.statistics, root
+        view._scopes, view._memo, view.used = None, {}, {}
+        return view
+
+    @property
+    def scopes(self) -> dict[int, Scope]:
+        """The query's scopes by their SELECT's id, built on first use."""
+        if self._scopes is None:
+            self._scopes = {id(s.expression): s for s in traverse_scope(self.root)}
+        return self._scopes
 
     # -- sources ------------------------------------------------------------------------------
     def table(self, table: exp.Table) -> RelationEstimate:

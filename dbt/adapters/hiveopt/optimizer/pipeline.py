@@ -18,6 +18,7 @@ from sqlglot.optimizer.scope import traverse_scope
 from dbt.adapters.hiveopt.optimizer.blocks import block_label
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.context import OptimizedQuery, OptimizerContext
+from dbt.adapters.hiveopt.optimizer.cost_model import CostModel
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, RuleRun
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.invariants import check_invariants, generate_checked
@@ -147,8 +148,8 @@ def pass_through(sql: str, reason: str) -> OptimizedQuery:
     return OptimizedQuery(sql=sql, original_sql=sql, unchanged_reason=reason)
 
 
-def _block_estimates(expression: exp.Expression, context: OptimizerContext) -> tuple[dict, dict]:
-    estimator = Estimator(expression, context.schema, context.statistics)
+def _block_estimates(expression: exp.Expression, estimator: Estimator) -> tuple[dict, dict]:
+    estimator = estimator.over(expression)
     blocks = {}
     for i, scope in enumerate(traverse_scope(expression)):
         label = block_label(scope)
@@ -163,6 +164,8 @@ def _run_rule(
     prepared: PreparedQuery,
     context: OptimizerContext,
     excluded: dict[str, str],
+    estimator: Estimator,
+    cost_model: CostModel,
 ) -> exp.Expression:
     """One rule's pass: the tree it returns when it fired and kept the contract, else the tree it
     was given. A failure costs only this rule's rewrite, with one warning."""
@@ -193,7 +196,9 @@ def _run_rule(
     )
     started = time.perf_counter()
     try:
-        candidate = rule.function(expression.copy(), **rule.arguments(available))
+        copy = expression.copy()
+        available.update(estimator=estimator.over(copy), cost_model=cost_model)
+        candidate = rule.function(copy, **rule.arguments(available))
         run.decisions, run.warnings = log.decisions, log.warnings
         check_report(rule.name, run.fired, expression, candidate)
         if run.fired:
@@ -234,18 +239,21 @@ def optimize(sql: str, context: OptimizerContext, prepared: PreparedQuery | None
         return finish(f"cannot prepare the query: {type(error).__name__}: {error}")
 
     expression = prepared.expression
+    # One estimator and one cost model per query: every rule asks them for rows and costs.
+    estimator = Estimator(expression, context.schema, context.statistics)
+    cost_model = CostModel(context.config.broadcast_threshold_bytes, context.config.parallelism)
     excluded: dict[str, str] = {}  # rule -> the rule that fired on this query and excludes it
     for rule in RULES:
         run = RuleRun(rule=rule.name, enabled=context.config.rule_enabled(rule.name))
         result.rules.append(run)
         if run.enabled:
-            expression = _run_rule(rule, run, expression, prepared, context, excluded)
+            expression = _run_rule(rule, run, expression, prepared, context, excluded, estimator, cost_model)
             if run.fired:
                 for off in rule.excludes:
                     excluded.setdefault(off, rule.name)
 
     try:
-        result.estimates, result.statistics_used = _block_estimates(expression, context)
+        result.estimates, result.statistics_used = _block_estimates(expression, estimator)
     except Exception as error:  # the report is best effort; the query is not affected
         result.estimates = {"error": f"{type(error).__name__}: {error}"}
     if any(r.fired for r in result.rules):

@@ -9,8 +9,9 @@ the other rules' results are kept, and one warning says so.
 
 The arguments a rule may name (the pipeline passes only those it names, as sqlglot's
 `optimize()` does): `schema`, `statistics`, `config`, `materialization`, `bucketing`,
-`partitioning`, `fetched_values`, `log`, and `estimates` (the query's one Estimates: its
-estimator and cost model, the only source of numbers).
+`partitioning`, `fetched_values`, `log`, `estimator` (the query's estimator, over the rule's
+copy: the only source of rows, widths and selectivities) and `cost_model` (the query's cost
+model: the only source of costs). A rule computes neither rows nor costs itself.
 
 >>> from sqlglot import parse_one
 >>> def noop(expression, log):
@@ -32,6 +33,7 @@ from typing import Any
 from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
+from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
 
 
@@ -47,7 +49,7 @@ class Rule:
     # such rules do not run on stored definitions (views), which Spark plans when they are read.
     chosen_from_todays_data: str | None = None
     # A pure pre-pass that says what the adapter should fetch before the rules run:
-    # `prepass(expression, schema, statistics, config, materialization, partitioning)` -> fetches
+    # `prepass(expression, estimator, config, materialization, partitioning)` -> fetches
     # (partition pruning's small-side values). The adapter runs them; the rule reads the results.
     prepass: Callable[..., Sequence[Any]] | None = None
     _parameters: frozenset[str] = field(init=False, repr=False, compare=False)
@@ -89,7 +91,8 @@ def plan_prepasses(
 ) -> list[Any]:
     """What the enabled rules' pre-passes ask the adapter to fetch (pure: no I/O)."""
     fetches: list[Any] = []
+    estimator = Estimator(expression, schema, statistics)
     for rule in rules:
         if rule.prepass is not None and config.rule_enabled(rule.name):
-            fetches.extend(rule.prepass(expression, schema, statistics, config, materialization, partitioning))
+            fetches.extend(rule.prepass(expression, estimator, config, materialization, partitioning))
     return fetches

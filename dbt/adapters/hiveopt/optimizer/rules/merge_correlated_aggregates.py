@@ -92,14 +92,9 @@ import itertools
 from collections.abc import Callable
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.optimizer.scope import Scope
 
-from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
-from dbt.adapters.hiveopt.optimizer.cost_model import (
-    MIN_RECOMPUTE_TO_WINDOW_RATIO,
-    WINDOW_BYTE_COST,
-    recompute_after_reuse,
-)
+from dbt.adapters.hiveopt.optimizer.cost_model import CostModel
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate
@@ -132,21 +127,20 @@ MAX_MAPPINGS = 64
 # Aggregates that keep their value when every row of a key is repeated the same number of times
 # (a join with other relations on the key only).
 DUPLICATE_INSENSITIVE_AGGREGATES = (exp.Avg, exp.Min, exp.Max)
-# Width Spark gives a window's result column (a double or a bigint).
-WINDOW_COLUMN_BYTES = 8
 
 Plan = Callable[[], None]
 
 
 def merge_correlated_aggregates(
-    expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog
+    expression: exp.Expression, schema, estimator: Estimator, cost_model: CostModel, log: DecisionLog
 ) -> exp.Expression:
     decided: set[str] = set()
     for _ in range(MAX_REWRITES):
-        plan = _next_rewrite(expression, schema, statistics, config, log, decided)
+        plan = _next_rewrite(expression, schema, estimator, cost_model, log, decided)
         if plan is None:
             break
         plan()
+        estimator = estimator.over(expression)  # the tree changed: its scopes are new
     return expression
 
 
@@ -154,9 +148,10 @@ def _mb(value: float) -> str:
     return f"{value / 1024 / 1024:.1f} MB"
 
 
-def _next_rewrite(expression, schema, statistics, config, log, decided: set[str]) -> Plan | None:
-    scopes = list(traverse_scope(expression))
-    estimator = Estimator(expression, schema, statistics)
+def _next_rewrite(
+    expression, schema, estimator: Estimator, cost_model: CostModel, log, decided: set[str]
+) -> Plan | None:
+    scopes = list(estimator.scopes.values())
     for scope in scopes:
         select = scope.expression
         if not isinstance(select, exp.Select):
@@ -174,7 +169,7 @@ def _next_rewrite(expression, schema, statistics, config, log, decided: set[str]
                 continue
             decided.add(key)
             analyse = _scalar_subquery if kind == "scalar" else _derived_aggregate
-            outcome = analyse(expression, scope, candidate, scopes, estimator, schema, config)
+            outcome = analyse(expression, scope, candidate, scopes, estimator, schema, cost_model)
             label = "correlated scalar subquery" if kind == "scalar" else f"derived table {candidate}"
             if isinstance(outcome, str):
                 if outcome:  # "" means: not an aggregate at all, nothing worth recording
@@ -244,24 +239,24 @@ def _cost_decision(
     inner_alias: str,
     window_columns: list[str],
     added: int,
-    config: OptimizerConfig,
+    cost_model: CostModel,
 ) -> tuple[str | None, dict]:
     """(reason to skip or None, figures) from what Spark redoes to read the input again (exchange
     reuse on: only the work above the input's last exchanges) against a window's shuffle."""
-    stage = recompute_after_reuse(estimator, inner_scope, inner_alias, config.broadcast_threshold_bytes)
+    stage = cost_model.recompute(estimator, inner_scope, inner_alias)
     recompute = stage.cost
     rows = estimator.join_block(inner_scope).rows
     source = estimator.source(inner_scope, inner_alias)
     if recompute.is_absent or rows.is_absent:
         return f"statistics absent for the aggregate's input ({stage.redone}): Spark's plan stays", {}
-    window = rows * (source.width(window_columns).value + added * WINDOW_COLUMN_BYTES) * WINDOW_BYTE_COST
+    window = cost_model.window(rows, source.width(window_columns).value, added)
     figures = dict(
         recompute_bytes=round(recompute.value),
         window_shuffle_bytes=round(window.value),
         input_rows=round(rows.value),
         redone=stage.redone,
     )
-    if recompute.value < window.value * MIN_RECOMPUTE_TO_WINDOW_RATIO:
+    if not cost_model.window_pays(recompute, window):
         return (
             f"reading the input again redoes {stage.redone}: {_mb(recompute.value)} against {_mb(window.value)} to "
             "shuffle for a window; Spark's aggregate and join stay"
@@ -311,7 +306,7 @@ def _window_block(
 
 
 # --- shape B: correlated scalar subquery ---------------------------------------------------------
-def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, schema, config):
+def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, schema, cost_model):
     select, inner = outer.expression, sub.expression
     wrapper = inner.parent
     if (
@@ -426,12 +421,12 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
         recompute = Estimate.exact(0)
         redone = []
         for a in inner_aliases:
-            stage = recompute_after_reuse(estimator, sub, a, config.broadcast_threshold_bytes)
+            stage = cost_model.recompute(estimator, sub, a)
             recompute = recompute + stage.cost
             redone.append(stage.redone)
         if recompute.is_absent or rows.is_absent or width.is_absent:
             return "statistics absent for the aggregate's input or the outer block: Spark's plan stays"
-        window = rows * (width.value + WINDOW_COLUMN_BYTES) * WINDOW_BYTE_COST
+        window = cost_model.window(rows, width.value, 1)
         figures = dict(
             recompute_bytes=round(recompute.value),
             window_shuffle_bytes=round(window.value),
@@ -439,7 +434,7 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
             redone="; ".join(redone),
             form="window over the outer block",
         )
-        if recompute.value < window.value * MIN_RECOMPUTE_TO_WINDOW_RATIO:
+        if not cost_model.window_pays(recompute, window):
             return (
                 f"reading the input again redoes {'; '.join(redone)}: {_mb(recompute.value)} against "
                 f"{_mb(window.value)} to shuffle the outer block for a window; Spark's aggregate and join stay"
@@ -462,7 +457,7 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
     chosen = mapping[inner_alias]
     key_names = [n for _, n in keys]
     columns = columns_of(select, outer, chosen, scopes)
-    skip, figures = _cost_decision(estimator, sub, inner_alias, columns, 1, config)
+    skip, figures = _cost_decision(estimator, sub, inner_alias, columns, 1, cost_model)
     if skip:
         return skip
 
@@ -579,7 +574,7 @@ def _outer_block_figures(expression, select: exp.Select, outer: Scope, scopes, e
     where = twin.args.get("where")
     kept = [c for c in conjuncts(where.this if where else None) if c.find(exp.Select) is None]
     twin.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
-    twin_estimator = Estimator(copy, estimator.schema, estimator.statistics)
+    twin_estimator = estimator.over(copy)
     rows = twin_estimator.join_block(twin_estimator.scopes[id(twin)]).rows
     per_alias: dict[str, list[str]] = {}
     for alias, name in _outer_columns(select, set(outer.selected_sources)):
@@ -669,7 +664,7 @@ def _type_of(scope: Scope, alias: str, name: str, schema) -> str | None:
 
 
 # --- shape A: aggregate derived table joined back ------------------------------------------------
-def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator, schema, config):
+def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator, schema, cost_model):
     select = outer.expression
     s_scope: Scope = outer.selected_sources[s_alias][1]
     inner = s_scope.expression
@@ -745,7 +740,7 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
         return problem
     columns = columns_of(select, outer, alias, scopes)
     columns += [k for k in key_names if k not in columns]
-    skip, figures = _cost_decision(estimator, s_scope, inner_alias, columns, len(windowed), config)
+    skip, figures = _cost_decision(estimator, s_scope, inner_alias, columns, len(windowed), cost_model)
     if skip:
         return skip
 

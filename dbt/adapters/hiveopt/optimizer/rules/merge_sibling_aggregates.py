@@ -32,8 +32,8 @@ Measured here (issue 4): two GROUP BY aggregates of one 10M-row table joined on 
 5.4 s, one aggregate with FILTER clauses 3.3 s; the input is read once instead of once per
 sibling, so the rule needs no statistics to know it gains.
 
->>> from dbt.adapters.hiveopt.optimizer import OptimizerContext, optimize
->>> from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
+>>> from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, optimize
+>>> from dbt.adapters.hiveopt.optimizer.cost_model import CostModel
 >>> schema = {"db": {"t": {"q": "int", "p": "double"}}}
 >>> sql = ("SELECT b1.a, b2.c FROM (SELECT AVG(p) AS a FROM db.t WHERE q BETWEEN 0 AND 5) b1, "
 ...        "(SELECT COUNT(p) AS c FROM db.t WHERE q BETWEEN 6 AND 10) b2")
@@ -51,8 +51,7 @@ from collections.abc import Callable
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
-from dbt.adapters.hiveopt.optimizer.cost_model import compute_cost
+from dbt.adapters.hiveopt.optimizer.cost_model import CostModel
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.spark_types import COUNT_AS_DECIMAL, avg_type, expression_type, sum_type
@@ -97,17 +96,17 @@ class _Sibling:
 
 
 def merge_sibling_aggregates(
-    expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog
+    expression: exp.Expression, estimator: Estimator, cost_model: CostModel, log: DecisionLog
 ) -> exp.Expression:
     decided: set[str] = set()
     for _ in range(MAX_REWRITES):
-        if not _merge_once(expression, schema, statistics, config, log, decided):
+        if not _merge_once(expression, estimator, cost_model, log, decided):
             break
-    _widen_scalar_siblings(expression, log, schema, statistics)
+    _widen_scalar_siblings(expression, log, estimator)
     return expression
 
 
-def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog, schema, statistics) -> None:
+def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog, estimator: Estimator) -> None:
     """Uncorrelated scalar subqueries of one block that aggregate the same input under different
     filters (TPC-DS q9): each keeps its place, its filter moves into FILTER clauses and its WHERE
     becomes the siblings' shared one. Spark's MergeScalarSubqueries then computes them in one scan
@@ -168,7 +167,7 @@ def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog, schema,
                     [exp.alias_(body, projection.alias, copy=False) if isinstance(projection, exp.Alias) else body],
                 )
                 member.set("where", exp.Where(this=exp.and_(*[w.copy() for w in where], copy=False)) if where else None)
-            if _join_scalar_siblings(scope, members, expression, schema, statistics):
+            if _join_scalar_siblings(scope, members, expression, estimator):
                 log.fired(
                     f"{len(members)} scalar subqueries over one input with {len(filters)} filters, all in the "
                     "block's SELECT list -> one derived table with FILTER clauses, cross joined (one row)",
@@ -188,7 +187,7 @@ def _widen_scalar_siblings(expression: exp.Expression, log: DecisionLog, schema,
             )
 
 
-def _join_scalar_siblings(scope, members: list[exp.Select], root: exp.Expression, schema, statistics) -> bool:
+def _join_scalar_siblings(scope, members: list[exp.Select], root: exp.Expression, estimator: Estimator) -> bool:
     """Widened scalar subqueries that all sit in the SELECT list of a block that does not aggregate
     become the columns of one derived table, cross joined to the block: an aggregate without GROUP
     BY returns exactly one row (empty input included), so every row of the block meets the same
@@ -211,7 +210,7 @@ def _join_scalar_siblings(scope, members: list[exp.Select], root: exp.Expression
         if node.arg_key != "expressions":
             return False  # outside the SELECT list (an unnamed output never gets here: prepare_query refuses it)
     # Estimated last, and only here: the rule's one candidate that needs statistics.
-    rows = Estimator(root, schema, statistics).estimate(block).rows
+    rows = estimator.over(root).estimate(block).rows
     if rows.is_absent or rows.value > MAX_JOINED_BLOCK_ROWS:
         return False
     names = fresh_names(root, len(members) + 1)
@@ -253,7 +252,7 @@ def _where_sql(select: exp.Select) -> str:
     return normalized(select.args["where"]) if select.args.get("where") else ""
 
 
-def _merge_once(expression, schema, statistics, config, log, decided: set[str]) -> bool:
+def _merge_once(expression, estimator: Estimator, cost_model: CostModel, log, decided: set[str]) -> bool:
     for scope in traverse_scope(expression):
         select = scope.expression
         if not isinstance(select, exp.Select):
@@ -286,8 +285,8 @@ def _merge_once(expression, schema, statistics, config, log, decided: set[str]) 
                 log.skipped(outcome, candidate=label)
                 continue
             members, equalities = outcome
-            estimator = Estimator(expression, schema, statistics)
-            saved = _saved_bytes(estimator, config, members)
+            estimator = estimator.over(expression)
+            saved = _saved_bytes(estimator, cost_model, members)
             two_level = _merge(expression, select, members, equalities, estimator)
             log.fired(
                 f"{len(members)} aggregations of one input "
@@ -341,9 +340,9 @@ def _analyse(select: exp.Select, members: list[_Sibling]):
     return members, equalities
 
 
-def _saved_bytes(estimator: Estimator, config, members) -> float | None:
+def _saved_bytes(estimator: Estimator, cost_model: CostModel, members) -> float | None:
     try:
-        cost = compute_cost(estimator, members[0].scope, config.broadcast_threshold_bytes)
+        cost = cost_model.compute(estimator, members[0].scope)
     except Exception:  # the figure is for the record only
         return None
     return None if cost.is_absent else round(cost.value * (len(members) - 1))

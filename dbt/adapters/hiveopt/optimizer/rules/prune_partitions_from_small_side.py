@@ -42,7 +42,8 @@ Never for views: a stored definition must not depend on today's data.
 >>> sql = "SELECT f.v, d.c FROM db.f JOIN db.d ON f.k = d.k WHERE d.c = 'x'"
 >>> ctx = OptimizerContext(schema=schema, statistics=stats)
 >>> ctx.config.sorted_keys = {"db.f": ["k"]}  # its files are written sorted by k
->>> (fetch,) = plan_value_fetches(sql_expression(sql, ctx), ctx.schema, ctx.statistics, ctx.config, "table", {})
+>>> expression = sql_expression(sql, ctx)
+>>> (fetch,) = plan_value_fetches(expression, Estimator(expression, schema, stats), ctx.config, "table", {})
 >>> fetch.values_query.sql("spark")
 "SELECT DISTINCT d.k AS k FROM db.d AS d WHERE d.c = 'x' AND NOT d.k IS NULL LIMIT 1001"
 >>> ctx.fetched_values[fetch.key] = FetchedValues(values=[3, 1, 2])
@@ -61,7 +62,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.optimizer.scope import Scope
 
 from dbt.adapters.hiveopt.optimizer.blocks import block_label
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
@@ -120,8 +121,7 @@ def sql_expression(sql: str, context) -> exp.Expression:
 
 def plan_value_fetches(
     expression: exp.Expression,
-    schema,
-    statistics,
+    estimator: Estimator,
     config: OptimizerConfig,
     materialization: str,
     partitioning: dict[str, list[str]],
@@ -130,15 +130,14 @@ def plan_value_fetches(
     if not config.rule_enabled("prune_partitions_from_small_side") or materialization not in BUILDS_THAT_RUN_NOW:
         return []
     fetches: dict[str, ValueFetch] = {}
-    for candidate in _candidates(expression, schema, statistics, config, partitioning, DecisionLog("plan")):
+    for candidate in _candidates(expression, estimator, config, partitioning, DecisionLog("plan")):
         fetches.setdefault(candidate.fetch.key, candidate.fetch)
     return list(fetches.values())
 
 
 def prune_partitions_from_small_side(
     expression: exp.Expression,
-    schema,
-    statistics,
+    estimator: Estimator,
     config: OptimizerConfig,
     materialization: str,
     partitioning: dict[str, list[str]],
@@ -151,7 +150,7 @@ def prune_partitions_from_small_side(
         return expression
     # Predicates per wrapped relation: one derived table even when several joins prune it.
     wraps: dict[int, tuple[exp.Expression, str, list[exp.Expression]]] = {}
-    for candidate in list(_candidates(expression, schema, statistics, config, partitioning, log)):
+    for candidate in list(_candidates(expression, estimator, config, partitioning, log)):
         fetched = fetched_values.get(candidate.fetch.key)
         details = dict(candidate.details)
         if fetched is None or fetched.error is not None:
@@ -163,7 +162,7 @@ def prune_partitions_from_small_side(
             )
             predicate, kind, reason = _semi_join(candidate, why)
         else:
-            predicate, kind, reason = _predicate(candidate, fetched, statistics, config)
+            predicate, kind, reason = _predicate(candidate, fetched, estimator.statistics, config)
         if predicate is None:
             log.skipped(reason, **details)
             continue
@@ -192,21 +191,15 @@ def prune_partitions_from_small_side(
 
 def _candidates(
     expression: exp.Expression,
-    schema,
-    statistics,
+    estimator: Estimator,
     config: OptimizerConfig,
     partitioning: dict[str, list[str]],
     log: DecisionLog,
 ) -> Iterator[_Candidate]:
-    estimator = Estimator(expression, schema, statistics)
-    lowered = {
-        f"{db}.{t}".lower(): {c.lower(): ty for c, ty in cols.items()}
-        for db, ts in schema.items()
-        for t, cols in ts.items()
-    }
+    lowered = {f"{db}.{t}": cols for db, ts in estimator.schema.items() for t, cols in ts.items()}
     parts = {name.lower(): [c.lower() for c in cols] for name, cols in (partitioning or {}).items()}
     with_ = expression.args.get("with_")
-    for scope in traverse_scope(expression):
+    for scope in estimator.scopes.values():
         select = scope.expression
         if not isinstance(select, exp.Select) or not select.args.get("joins"):
             continue

@@ -10,7 +10,7 @@ the output columns and their order do not change. Runs after a barrier are plann
 joins before it as one node. Without statistics for every relation of a run, its written order
 stays and the record says why.
 
->>> from dbt.adapters.hiveopt.optimizer import OptimizerContext, optimize, StatsCatalog
+>>> from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, optimize, StatsCatalog
 >>> schema = {"db": {"f": {"k": "int", "d": "int"}, "d1": {"k": "int", "v": "string"}, "d2": {"d": "int"}}}
 >>> stats = StatsCatalog.from_dict({
 ...     "db.f": {"row_count": 10**9, "columns": {"k": {"ndv": 10**6}, "d": {"ndv": 10**6}}},
@@ -29,7 +29,6 @@ import math
 from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer.blocks import join_blocks
-from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.cost_model import CostModel, JoinInput
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.enumerate_joins import MAX_DP_PAIRS, Plan, best_plans
@@ -176,15 +175,13 @@ def _file_bytes(source: exp.Expression | None, statistics) -> float:
 
 def reorder_joins(
     expression: exp.Expression,
-    schema,
-    statistics,
-    config: OptimizerConfig,
+    estimator: Estimator,
+    cost_model: CostModel,
     log: DecisionLog,
     bucketing: dict[str, list[str]] | None = None,
 ) -> exp.Expression:
-    model = CostModel(config.broadcast_threshold_bytes, config.parallelism)
     # Blocks are visited innermost first and rewritten in place, so one estimator serves them all.
-    estimator = Estimator(expression, schema, statistics)
+    model = cost_model
     for scope, select, label in join_blocks(expression, log):
         start: int | None = 0
         while start is not None:

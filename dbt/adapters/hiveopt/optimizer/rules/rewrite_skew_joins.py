@@ -57,9 +57,8 @@ DERIVED_ALIAS = "skew_join"
 
 
 def rewrite_skew_joins(
-    expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog
+    expression: exp.Expression, estimator: Estimator, config: OptimizerConfig, log: DecisionLog
 ) -> exp.Expression:
-    estimator = Estimator(expression, schema, statistics)
     for scope, select, label in list(join_blocks(expression, log)):
         _rewrite_block(scope, select, label, estimator, config, log)
     return expression

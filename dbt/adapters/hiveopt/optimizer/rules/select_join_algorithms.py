@@ -51,9 +51,8 @@ def _add_hints(select: exp.Select, hints: list[exp.JoinHint]) -> None:
 
 
 def select_join_algorithms(
-    expression: exp.Expression, schema, statistics, config: OptimizerConfig, log: DecisionLog
+    expression: exp.Expression, estimator: Estimator, config: OptimizerConfig, log: DecisionLog
 ) -> exp.Expression:
-    estimator = Estimator(expression, schema, statistics)
     for scope, select, label in join_blocks(expression, log):
         hints = _choose(scope, select.args["from_"].this, select.args["joins"], estimator, config, log, label)
         if hints:
