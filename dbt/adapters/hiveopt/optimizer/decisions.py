@@ -53,6 +53,32 @@ class RuleRun:
         }
 
 
+@dataclass(frozen=True)
+class Skip:
+    """What an analysis returns when a candidate is not rewritten: the reason, recorded as a
+    skipped decision (with details), unless `record` is False (the candidate was not one: nothing
+    worth a line in the record). Analyses return a typed candidate or a Skip, never a bare string.
+
+    >>> log = DecisionLog("r")
+    >>> Skip("statistics absent for db.t", table="db.t").record_in(log, candidate="x")
+    >>> log.decisions[0].to_dict()
+    {'rule': 'r', 'fired': False, 'reason': 'statistics absent for db.t', 'table': 'db.t', 'candidate': 'x'}
+    """
+
+    reason: str
+    details: dict[str, Any] = field(default_factory=dict)
+    record: bool = True
+
+    def __init__(self, reason: str, record: bool = True, **details: Any):
+        object.__setattr__(self, "reason", reason)
+        object.__setattr__(self, "details", details)
+        object.__setattr__(self, "record", record)
+
+    def record_in(self, log: DecisionLog, **details: Any) -> None:
+        if self.record:
+            log.skipped(self.reason, **{**self.details, **details})
+
+
 class DecisionLog:
     """Handed to a rule; the rule records into it instead of returning side data."""
 
