@@ -2,12 +2,9 @@
 
 import pytest
 
-from dbt.adapters.hiveopt.optimizer.estimator import (
-    DEFAULT_EQUALITY_SELECTIVITY,
-    DEFAULT_LIKE_SELECTIVITY,
-    Estimator,
-)
+from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
+from dbt.adapters.hiveopt.optimizer.selectivity import DEFAULT_EQUALITY_SELECTIVITY, DEFAULT_LIKE_SELECTIVITY
 from dbt.adapters.hiveopt.optimizer.statistics import Precision, StatsCatalog
 
 SCHEMA = {

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from dbt.adapters.hiveopt.optimizer.estimator import Estimator, RelationEstimate
+from dbt.adapters.hiveopt.optimizer.estimator import Estimator
+from dbt.adapters.hiveopt.optimizer.relation_estimates import RelationEstimate
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate
 from dbt.adapters.hiveopt.optimizer.syntax import conjuncts, equi_pair, from_items, nested_join
 

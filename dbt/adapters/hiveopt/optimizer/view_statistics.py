@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dbt.adapters.hiveopt.optimizer.estimator import ColumnEstimate, Estimator
+from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.prepare import key_columns, prepare_query
+from dbt.adapters.hiveopt.optimizer.relation_estimates import ColumnEstimate
 from dbt.adapters.hiveopt.optimizer.statistics import ColumnStats, Estimate, StatsCatalog, TableStats
 
 Schema = dict[str, dict[str, dict[str, str]]]

@@ -32,8 +32,9 @@ from dbt.adapters.hiveopt.optimizer.blocks import join_blocks
 from dbt.adapters.hiveopt.optimizer.cost_model import CostModel, JoinInput
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.enumerate_joins import MAX_DP_PAIRS, Plan, best_plans
-from dbt.adapters.hiveopt.optimizer.estimator import DEFAULT_SELECTIVITY, Estimator, RelationEstimate, join_cardinality
+from dbt.adapters.hiveopt.optimizer.estimator import Estimator, join_cardinality
 from dbt.adapters.hiveopt.optimizer.join_graph import PREFIX, JoinGraph, build_join_graph, next_run_start
+from dbt.adapters.hiveopt.optimizer.relation_estimates import RelationEstimate
 from dbt.adapters.hiveopt.optimizer.syntax import aliases_of, conjuncts
 
 # Rewrite only when the best tree is at least this much cheaper than the written one: estimates
@@ -114,11 +115,10 @@ class _Planner:
             if (a & lr and b & rr) or (a & rr and b & lr):
                 divisors.append(divisor)
                 keys.append(key)
-        rows = join_cardinality(left.rows, right.rows, divisors)
-        for mask in self.complex_masks:
-            if mask & union == mask and mask & lr != mask and mask & rr != mask:
-                rows *= DEFAULT_SELECTIVITY
-        rows = max(rows, 1.0)
+        crossing = sum(
+            1 for mask in self.complex_masks if mask & union == mask and mask & lr != mask and mask & rr != mask
+        )
+        rows = join_cardinality(left.rows, right.rows, divisors, crossing)
         width = left.info["width"] + right.info["width"]
         cost, algorithm, partitioning = self.model.join_cost(self._input(left), self._input(right), keys, rows * width)
         # Spark sizes a join without column statistics as the product of its inputs' sizes.

@@ -1,0 +1,285 @@
+"""Selectivity of predicates over a relation estimate (System R / Selinger, textbook formulas):
+equality selects 1/NDV (or a heavy hitter's own frequency), ranges read min/max or the
+equi-height histogram, IN-lists add equalities, NULL tests read null counts, AND multiplies
+(bounds on one column form one interval), OR adds minus the overlap. Every default is a named
+constant here.
+
+>>> import sqlglot
+>>> from dbt.adapters.hiveopt.optimizer.statistics import Estimate
+>>> column = ColumnEstimate(ndv=Estimate.exact(100), min=1, max=100)
+>>> relation = RelationEstimate(Estimate.exact(1000), {"t.k": column})
+>>> selectivity(sqlglot.parse_one("t.k = 5"), relation), round(selectivity(sqlglot.parse_one("t.k <= 50"), relation), 3)
+(0.01, 0.505)
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+from sqlglot import exp
+
+from dbt.adapters.hiveopt.optimizer.relation_estimates import ColumnEstimate, RelationEstimate
+from dbt.adapters.hiveopt.optimizer.syntax import conjuncts
+
+# --- Defaults (named, in one place) -------------------------------------------------------
+# Selinger's System R constants for predicates whose column statistics are absent.
+DEFAULT_EQUALITY_SELECTIVITY = 0.1
+
+DEFAULT_RANGE_SELECTIVITY = 1 / 3
+
+DEFAULT_BETWEEN_SELECTIVITY = 0.25
+
+DEFAULT_LIKE_SELECTIVITY = 0.1
+
+DEFAULT_IS_NULL_SELECTIVITY = 0.05
+
+# Any predicate we cannot analyse (functions of columns, subqueries, non-equi joins).
+DEFAULT_SELECTIVITY = 1 / 3
+
+# An IN-list never selects more than this without statistics.
+DEFAULT_IN_MAX_SELECTIVITY = 0.5
+
+# HAVING filters groups we know nothing about.
+DEFAULT_HAVING_SELECTIVITY = 1 / 3
+
+# A semi join keeps this share of the left side when key NDVs are absent.
+DEFAULT_SEMI_JOIN_SELECTIVITY = 0.5
+
+
+# --- Literal values, for ranges --------------------------------------------------------------
+def _as_number(value: Any) -> float | None:
+    """Numbers as they are, dates and timestamps as days since the epoch, anything else None."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, _dt.datetime):
+        return value.timestamp() / 86400.0
+    if isinstance(value, _dt.date):
+        return float(value.toordinal() - 719163)
+    if isinstance(value, str):
+        text = value.strip()
+        for fmt in ("%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S.%f"):
+            try:
+                return _as_number(_dt.datetime.strptime(text, fmt))
+            except ValueError:
+                pass
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    return None
+
+
+def literal_value(node: exp.Expression) -> tuple[bool, Any]:
+    """(is a constant, its Python value) for literals, negated numbers, typed date literals."""
+    if isinstance(node, exp.Paren):
+        return literal_value(node.this)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return True, node.this
+        try:
+            return True, int(node.this)
+        except ValueError:
+            return True, float(node.this)
+    if isinstance(node, exp.Neg):
+        ok, value = literal_value(node.this)
+        return (ok and isinstance(value, (int, float))), (-value if ok and isinstance(value, (int, float)) else None)
+    if isinstance(node, exp.Boolean):
+        return True, node.this
+    if isinstance(node, (exp.Cast, exp.TryCast)) and isinstance(node.this, exp.Literal):
+        return literal_value(node.this)
+    if isinstance(node, (exp.Date, exp.TsOrDsToDate, exp.StrToDate)) and isinstance(node.this, exp.Literal):
+        return literal_value(node.this)
+    return False, None
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if a == b:
+        return True
+    na, nb = _as_number(a), _as_number(b)
+    return na is not None and nb is not None and na == nb
+
+
+# --- Selectivity -----------------------------------------------------------------------------
+def _equality(column: ColumnEstimate, value: Any) -> float:
+    if column.heavy_hitters:
+        for hot, fraction in column.heavy_hitters:
+            if _same_value(hot, value):
+                return fraction
+    if column.ndv.is_absent or not column.ndv.value:
+        return DEFAULT_EQUALITY_SELECTIVITY
+    non_null = 1.0 - (column.null_fraction.value if not column.null_fraction.is_absent else 0.0)
+    hot = column.heavy_hitters or []
+    rest_fraction = max(non_null - sum(f for _, f in hot), 0.0)
+    rest_ndv = max(column.ndv.value - len(hot), 1.0)
+    return min(rest_fraction / rest_ndv, 1.0) if hot else non_null / column.ndv.value
+
+
+def _fraction_below(column: ColumnEstimate, value: Any) -> float | None:
+    """Share of non-null rows with column < value, from the histogram, else from min/max."""
+    v = _as_number(value)
+    if v is None:
+        return None
+    bounds = [b for b in (_as_number(x) for x in (column.histogram or [])) if b is not None]
+    if len(bounds) >= 2:
+        if v <= bounds[0]:
+            return 0.0
+        if v > bounds[-1]:
+            return 1.0
+        buckets = len(bounds) - 1
+        for i in range(buckets):
+            lo, hi = bounds[i], bounds[i + 1]
+            if lo <= v <= hi:
+                within = (v - lo) / (hi - lo) if hi > lo else 0.5
+                return (i + within) / buckets
+    lo, hi = _as_number(column.min), _as_number(column.max)
+    if lo is None or hi is None:
+        return None
+    if v <= lo:
+        return 0.0
+    if v > hi:
+        return 1.0
+    return (v - lo) / (hi - lo) if hi > lo else 0.5
+
+
+def _non_null(column: ColumnEstimate) -> float:
+    return 1.0 - (column.null_fraction.value if not column.null_fraction.is_absent else 0.0)
+
+
+def _range(column: ColumnEstimate, op: str, value: Any) -> float:
+    below = _fraction_below(column, value)
+    if below is None:
+        return DEFAULT_RANGE_SELECTIVITY
+    share = below if op in ("<", "<=") else 1.0 - below
+    if op in ("<=", ">="):
+        share += _equality(column, value) if not column.ndv.is_absent else 0.0
+    return max(min(share, 1.0), 0.0) * _non_null(column)
+
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+_RANGE_OPS = {exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+
+
+def _range_bound(predicate: exp.Expression) -> tuple[str, str, Any] | None:
+    """(`alias.column`, "lower"/"upper", value) for `column <op> literal` range predicates."""
+    p = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
+    if type(p) not in _RANGE_OPS:
+        return None
+    op = _RANGE_OPS[type(p)]
+    if isinstance(p.this, exp.Column):
+        column, (ok, value) = p.this, literal_value(p.expression)
+    elif isinstance(p.expression, exp.Column):
+        column, (ok, value) = p.expression, literal_value(p.this)
+        op = _FLIP[op]
+    else:
+        return None
+    if not ok:
+        return None
+    return f"{column.table}.{column.name}".lower(), ("lower" if op in (">", ">=") else "upper"), value
+
+
+def conjunction_selectivity(predicates: list[exp.Expression], relation: RelationEstimate) -> float:
+    """AND of predicates. Range bounds on one column form one interval (a > x AND a < y is
+    not two independent halves); everything else multiplies."""
+    share = 1.0
+    bounds: dict[str, dict[str, list[tuple[Any, exp.Expression]]]] = {}
+    for predicate in predicates:
+        bound = _range_bound(predicate)
+        if bound is None:
+            share *= selectivity(predicate, relation)
+        else:
+            key, side, value = bound
+            bounds.setdefault(key, {"lower": [], "upper": []})[side].append((value, predicate))
+    for key, sides in bounds.items():
+        column = relation.column(key)
+        lows = [v for v, _ in sides["lower"] if _as_number(v) is not None]
+        highs = [v for v, _ in sides["upper"] if _as_number(v) is not None]
+        below_hi = _fraction_below(column, min(highs, key=_as_number)) if highs else None
+        below_lo = _fraction_below(column, max(lows, key=_as_number)) if lows else None
+        if lows and highs and below_hi is not None and below_lo is not None:
+            share *= max(below_hi - below_lo, 0.0) * _non_null(column)
+        else:
+            for _, predicate in sides["lower"] + sides["upper"]:
+                share *= selectivity(predicate, relation)
+    return share
+
+
+def selectivity(predicate: exp.Expression, relation: RelationEstimate) -> float:
+    p = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
+    if isinstance(p, exp.And):
+        return conjunction_selectivity(conjuncts(p), relation)
+    if isinstance(p, exp.Or):
+        a, b = selectivity(p.left, relation), selectivity(p.right, relation)
+        return min(a + b - a * b, 1.0)
+    if isinstance(p, exp.Not):
+        inner = p.this.unnest() if isinstance(p.this, exp.Paren) else p.this
+        if isinstance(inner, exp.Is):
+            return _is_null(inner, relation, negate=True)
+        return max(1.0 - selectivity(inner, relation), 0.0)
+    if isinstance(p, exp.Is):
+        return _is_null(p, relation, negate=False)
+    if isinstance(p, (exp.EQ, exp.NullSafeEQ)):
+        column, value = _column_and_value(p)
+        if column is not None:
+            return _equality(relation.column(f"{column.table}.{column.name}"), value)
+        return DEFAULT_EQUALITY_SELECTIVITY
+    if isinstance(p, exp.NEQ):
+        column, value = _column_and_value(p)
+        if column is not None:
+            c = relation.column(f"{column.table}.{column.name}")
+            return max(_non_null(c) - _equality(c, value), 0.0)
+        return 1.0 - DEFAULT_EQUALITY_SELECTIVITY
+    if type(p) in _RANGE_OPS:
+        op = _RANGE_OPS[type(p)]
+        column, value = _column_and_value(p)
+        if column is None:
+            return DEFAULT_RANGE_SELECTIVITY
+        if not isinstance(p.this, exp.Column):
+            op = _FLIP[op]
+        return _range(relation.column(f"{column.table}.{column.name}"), op, value)
+    if isinstance(p, exp.Between):
+        if isinstance(p.this, exp.Column):
+            ok_lo, lo = literal_value(p.args["low"])
+            ok_hi, hi = literal_value(p.args["high"])
+            c = relation.column(f"{p.this.table}.{p.this.name}")
+            if ok_lo and ok_hi:
+                below_hi, below_lo = _fraction_below(c, hi), _fraction_below(c, lo)
+                if below_hi is not None and below_lo is not None:
+                    eq = _equality(c, hi) if not c.ndv.is_absent else 0.0
+                    return max(min(below_hi - below_lo + eq, 1.0), 0.0) * _non_null(c)
+        return DEFAULT_BETWEEN_SELECTIVITY
+    if isinstance(p, exp.In):
+        if isinstance(p.this, exp.Column) and p.expressions and not p.args.get("query"):
+            c = relation.column(f"{p.this.table}.{p.this.name}")
+            total = 0.0
+            for item in p.expressions:
+                ok, value = literal_value(item)
+                total += _equality(c, value) if ok else DEFAULT_EQUALITY_SELECTIVITY
+            return min(total, 1.0 if not c.ndv.is_absent else DEFAULT_IN_MAX_SELECTIVITY)
+        return DEFAULT_SELECTIVITY
+    if isinstance(p, (exp.Like, exp.ILike)):
+        return DEFAULT_LIKE_SELECTIVITY
+    if isinstance(p, exp.Boolean):
+        return 1.0 if p.this else 0.0
+    return DEFAULT_SELECTIVITY
+
+
+def _is_null(p: exp.Is, relation: RelationEstimate, negate: bool) -> float:
+    if isinstance(p.this, exp.Column) and isinstance(p.expression, exp.Null):
+        fraction = relation.column(f"{p.this.table}.{p.this.name}").null_fraction
+        share = fraction.value if not fraction.is_absent else DEFAULT_IS_NULL_SELECTIVITY
+        return 1.0 - share if negate else share
+    return DEFAULT_SELECTIVITY
+
+
+def _column_and_value(p: exp.Binary) -> tuple[exp.Column | None, Any]:
+    for column, other in ((p.this, p.expression), (p.expression, p.this)):
+        if isinstance(column, exp.Column):
+            ok, value = literal_value(other)
+            if ok:
+                return column, value
+    return None, None
