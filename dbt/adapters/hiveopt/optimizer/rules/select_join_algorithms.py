@@ -23,12 +23,14 @@ side of an outer join (Spark cannot build there).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dbt.adapters.hiveopt.optimizer.blocks import join_blocks
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
-from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
+from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, Skip
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate
 from dbt.adapters.hiveopt.optimizer.syntax import conjuncts, equi_pair, nested_join, source_alias
@@ -60,6 +62,16 @@ def select_join_algorithms(
     return expression
 
 
+@dataclass(frozen=True)
+class _Build:
+    """The side of one join to build on: the smaller buildable side, with its estimated sizes."""
+
+    name: str
+    bytes: Estimate
+    probe_bytes: Estimate
+    rows: Estimate
+
+
 def _choose(
     scope: Scope,
     first_node: exp.Expression,
@@ -79,78 +91,88 @@ def _choose(
     steps = estimator.join_steps(scope, first_node, joins)
     first = first_node.alias_or_name if nested_join(first_node) is None else None
     for i, join in enumerate(joins):
-        if nested_join(join.this) is not None:
-            log.skipped("a nested join is not one relation a hint can name: Spark decides", block=label)
+        build = _build_side(scope, join, i, first, steps[i], estimator, log, label)
+        if isinstance(build, Skip):
+            build.record_in(log, block=label, join=source_alias(join))
             continue
-        alias = source_alias(join)
-        side, kind = (join.side or "").upper(), (join.kind or "").upper()
-        if not any(equi_pair(p) for p in conjuncts(join.args.get("on"))):
-            log.skipped("no equi-join key: Spark cannot hash-join it", block=label, join=alias)
+        if build is None:
             continue
-        probe_so_far = steps[i]
-        candidates = []
-        # The right relation can be the build side unless it is the preserved side.
-        if side not in ("RIGHT", "FULL"):
-            candidates.append((alias, estimator.build_side(scope, alias, join), probe_so_far))
-        # The first relation can be built on when the join is inner (or it is null-supplying).
-        if i == 0 and first and side in ("", "RIGHT") and kind not in ("SEMI", "ANTI"):
-            candidates.append((first, estimator.build_side(scope, first), estimator.build_side(scope, alias, join)))
-        if not candidates:
-            log.skipped(f"{side} OUTER join: no side can be built on", block=label, join=alias)
-            continue
-        best = None
-        for name, build, probe in candidates:
-            build_bytes = build.bytes(f"{name}.{c}" for c in _columns_read(scope, name))
-            probe_bytes = probe.rows * probe.width() if not probe.rows.is_absent else Estimate.absent()
-            if build_bytes.is_absent:
-                log.skipped("statistics absent for the build side: keep Spark's choice", block=label, relation=name)
-                continue
-            if best is None or build_bytes.value < best[1].value:
-                best = (name, build_bytes, probe_bytes, build.rows)
-        if best is None:
-            continue
-        name, build_bytes, probe_bytes, build_rows = best
         details = dict(
             block=label,
-            join=alias,
-            relation=name,
-            build_rows=build_rows.value,
-            build_bytes=round(build_bytes.value),
-            probe_bytes=None if probe_bytes.is_absent else round(probe_bytes.value),
-            precision=build_bytes.precision.name.lower(),
+            join=source_alias(join),
+            relation=build.name,
+            build_rows=build.rows.value,
+            build_bytes=round(build.bytes.value),
+            probe_bytes=None if build.probe_bytes.is_absent else round(build.probe_bytes.value),
+            precision=build.bytes.precision.name.lower(),
         )
-        # After the first join the other side is a join result, which Spark sizes as the product
-        # of its inputs' file sizes and does not build on: when this side fits, name it, even if
-        # the join result is smaller (cost_model.py says the same to the join order).
-        smaller_than_probe = probe_bytes.is_absent or build_bytes.value <= probe_bytes.value or i > 0
-        if build_bytes.value <= config.broadcast_threshold_bytes and smaller_than_probe:
-            hints.append(exp.JoinHint(this="BROADCAST", expressions=[exp.to_table(name)]))
-            log.fired(
-                f"broadcast {name}: estimated {_mb(build_bytes.value)} <= {_mb(config.broadcast_threshold_bytes)}",
-                hint="BROADCAST",
-                **details,
-            )
-        elif (
-            config.shuffle_hash
-            and not probe_bytes.is_absent
-            and build_bytes.value * config.shuffle_hash_ratio <= probe_bytes.value
-            and build_bytes.value <= config.shuffle_hash_partition_bytes * config.shuffle_partitions
-        ):
-            hints.append(exp.JoinHint(this="SHUFFLE_HASH", expressions=[exp.to_table(name)]))
-            log.fired(
-                f"shuffle-hash on {name}: estimated {_mb(build_bytes.value)}, "
-                f"{config.shuffle_hash_ratio:g}x smaller than the other side",
-                hint="SHUFFLE_HASH",
-                **details,
-            )
-        elif build_bytes.value <= config.broadcast_threshold_bytes:
-            log.skipped(
-                f"{name} is small ({_mb(build_bytes.value)}) but the other side is smaller: Spark builds on that",
-                **details,
-            )
-        else:
-            log.skipped(
-                f"build side {name} too big to broadcast ({_mb(build_bytes.value)}): leave sort-merge to Spark",
-                **details,
-            )
+        hint = _algorithm(build, i, config)
+        if isinstance(hint, Skip):
+            hint.record_in(log, **details)
+            continue
+        hints.append(exp.JoinHint(this=hint[0], expressions=[exp.to_table(build.name)]))
+        log.fired(hint[1], hint=hint[0], **details)
     return hints
+
+
+def _build_side(
+    scope: Scope,
+    join: exp.Join,
+    i: int,
+    first: str | None,
+    probe_so_far,
+    estimator: Estimator,
+    log: DecisionLog,
+    label: str,
+) -> _Build | Skip | None:
+    """The side of join `i` to build on, a Skip saying why there is none, or None when every
+    buildable side lacks statistics (each recorded)."""
+    if nested_join(join.this) is not None:
+        return Skip("a nested join is not one relation a hint can name: Spark decides")
+    alias = source_alias(join)
+    side, kind = (join.side or "").upper(), (join.kind or "").upper()
+    if not any(equi_pair(p) for p in conjuncts(join.args.get("on"))):
+        return Skip("no equi-join key: Spark cannot hash-join it")
+    candidates = []
+    # The right relation can be the build side unless it is the preserved side.
+    if side not in ("RIGHT", "FULL"):
+        candidates.append((alias, estimator.build_side(scope, alias, join), probe_so_far))
+    # The first relation can be built on when the join is inner (or it is null-supplying).
+    if i == 0 and first and side in ("", "RIGHT") and kind not in ("SEMI", "ANTI"):
+        candidates.append((first, estimator.build_side(scope, first), estimator.build_side(scope, alias, join)))
+    if not candidates:
+        return Skip(f"{side} OUTER join: no side can be built on")
+    best = None
+    for name, build, probe in candidates:
+        build_bytes = build.bytes(f"{name}.{c}" for c in _columns_read(scope, name))
+        probe_bytes = probe.rows * probe.width() if not probe.rows.is_absent else Estimate.absent()
+        if build_bytes.is_absent:
+            log.skipped("statistics absent for the build side: keep Spark's choice", block=label, relation=name)
+            continue
+        if best is None or build_bytes.value < best.bytes.value:
+            best = _Build(name, build_bytes, probe_bytes, build.rows)
+    return best
+
+
+def _algorithm(build: _Build, i: int, config: OptimizerConfig) -> tuple[str, str] | Skip:
+    """(hint, reason) for the build side of join `i`, or why Spark keeps its choice."""
+    size, threshold = build.bytes.value, config.broadcast_threshold_bytes
+    # After the first join the other side is a join result, which Spark sizes as the product
+    # of its inputs' file sizes and does not build on: when this side fits, name it, even if
+    # the join result is smaller (cost_model.py says the same to the join order).
+    smaller_than_probe = build.probe_bytes.is_absent or size <= build.probe_bytes.value or i > 0
+    if size <= threshold and smaller_than_probe:
+        return "BROADCAST", f"broadcast {build.name}: estimated {_mb(size)} <= {_mb(threshold)}"
+    if (
+        config.shuffle_hash
+        and not build.probe_bytes.is_absent
+        and size * config.shuffle_hash_ratio <= build.probe_bytes.value
+        and size <= config.shuffle_hash_partition_bytes * config.shuffle_partitions
+    ):
+        return "SHUFFLE_HASH", (
+            f"shuffle-hash on {build.name}: estimated {_mb(size)}, "
+            f"{config.shuffle_hash_ratio:g}x smaller than the other side"
+        )
+    if size <= threshold:
+        return Skip(f"{build.name} is small ({_mb(size)}) but the other side is smaller: Spark builds on that")
+    return Skip(f"build side {build.name} too big to broadcast ({_mb(size)}): leave sort-merge to Spark")
