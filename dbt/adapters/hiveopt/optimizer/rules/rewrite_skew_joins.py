@@ -35,6 +35,7 @@ GROUP BY skew_join.d_name
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
@@ -43,7 +44,7 @@ from sqlglot.optimizer.scope import Scope
 from dbt.adapters.hiveopt.optimizer.blocks import join_blocks
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.cost_model import skew_join_speedup
-from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
+from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, Skip
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.literals import literal_for, typed_value
@@ -134,15 +135,13 @@ def _rewrite_block(
     for skewed, other, position in sides:
         for pair in pairs:
             key, other_key = pair[position], pair[1 - position]
-            decision = _decide(scope, skewed, other, key, other_key, build, estimator, config, log)
-            if isinstance(decision, str):
-                reasons.append(f"{skewed}.{key.name}: {decision}")
+            plan = _decide(scope, skewed, other, key, other_key, build, estimator, config, log)
+            if isinstance(plan, Skip):
+                reasons.append(f"{skewed}.{key.name}: {plan.reason}")
                 continue
-            hot, origin, details = decision
-            data_type = details.pop("data_type")
-            literals = [literal_for(value, data_type) for value, _ in hot]
+            literals = [literal_for(value, plan.data_type) for value, _ in plan.hot]
             if not literals or any(literal is None or isinstance(literal, exp.Null) for literal in literals):
-                reasons.append(f"{skewed}.{key.name}: no literal of type {data_type} for its hot keys")
+                reasons.append(f"{skewed}.{key.name}: no literal of type {plan.data_type} for its hot keys")
                 continue
             if not _rewrite(scope, select, skewed, other, key, other_key, literals, side):
                 reasons.append(
@@ -150,16 +149,29 @@ def _rewrite_block(
                     "(a correlated subquery or a star reads the join)"
                 )
                 continue
-            estimate = f"estimated {details['speedup']:.2f}x" if details["speedup"] else "declared"
+            speedup = plan.details["speedup"]
+            estimate = f"estimated {speedup:.2f}x" if speedup else "declared"
             log.fired(
-                f"split {skewed} JOIN {other} on {len(hot)} hot key(s) of {skewed}.{key.name} ({origin}): {estimate}",
+                f"split {skewed} JOIN {other} on {len(plan.hot)} hot key(s) of {skewed}.{key.name} "
+                f"({plan.origin}): {estimate}",
                 block=label,
                 skewed=f"{skewed}.{key.name}",
-                hot_keys=[v for v, _ in hot],
-                **details,
+                hot_keys=[v for v, _ in plan.hot],
+                **plan.details,
             )
             return
     log.skipped("; ".join(reasons), block=label)
+
+
+@dataclass(frozen=True)
+class _SkewPlan:
+    """A split to make: the hot keys (value, share or None when declared), where they came from,
+    the key's type and the figures for the record."""
+
+    hot: list[tuple[Any, float | None]]
+    origin: str
+    data_type: str | None
+    details: dict[str, Any]
 
 
 def _decide(
@@ -172,53 +184,38 @@ def _decide(
     estimator: Estimator,
     config: OptimizerConfig,
     log: DecisionLog,
-):
-    """(hot keys, origin, details) to fire, or the reason not to."""
+) -> _SkewPlan | Skip:
+    """The split of `skewed` JOIN `other` on its hot keys, or why not."""
     hot, origin = _hot_keys(scope, skewed, key, estimator, config, log)
     if not hot:
-        return f"no hot key ({origin})"
+        return Skip(f"no hot key ({origin})")
     dtype = estimator.source(scope, skewed).column(key.name).data_type
-    sizes = {}
-    for alias in (skewed, other):
-        relation = build[alias]
-        size = relation.bytes([c for c in relation.columns if c.startswith(f"{alias}.")])
-        if size.is_absent:
-            return f"statistics absent for {alias}"
-        sizes[alias] = size.value
-        if size.value <= config.broadcast_threshold_bytes:
-            return f"{alias} fits a broadcast ({size.value / 2**20:.2f} MB): a broadcast join has no skew"
-    declared = any(share is None for _, share in hot)
+    sizes = _too_big_to_broadcast(build, (skewed, other), config)
+    if isinstance(sizes, Skip):
+        return sizes
+    shares = [share for _, share in hot]
+    declared = any(share is None for share in shares)
     if declared:
         # Keys the model declares skewed: their shares come from the heavy hitters when gathered.
-        column = estimator.source(scope, skewed).column(key.name)
-        known = _shares(column.heavy_hitters, dtype)
+        known = _shares(estimator.source(scope, skewed).column(key.name).heavy_hitters, dtype)
         shares = [known.get((type(v), v)) for v, _ in hot]
         declared = any(s is None for s in shares)
-    else:
-        shares = [share for _, share in hot]
-    other_column = estimator.source(scope, other).column(other_key.name)
-    other_rows = estimator.source(scope, other).rows
-    if other_rows.is_absent:
-        return f"statistics absent for {other}"
-    other_shares = _shares(other_column.heavy_hitters, dtype)
-    per_key = 1.0 / other_column.ndv.value if not other_column.ndv.is_absent and other_column.ndv.value else None
-    if per_key is None and not other_shares:
-        return f"no NDV for {other}.{other_key.name}: its rows for the hot keys cannot be sized"
-    other_hot_rows = sum(other_rows.value * other_shares.get((type(v), v), per_key or 0.0) for v, _ in hot)
+    other_hot_rows = _other_hot_rows(scope, other, other_key, hot, dtype, estimator)
+    if isinstance(other_hot_rows, Skip):
+        return other_hot_rows
     width = sizes[other] / max(build[other].rows.value, 1.0)
     if other_hot_rows * width > config.broadcast_threshold_bytes:
-        return f"{other}'s rows for the hot keys ({other_hot_rows:.0f}) are too many to broadcast"
+        return Skip(f"{other}'s rows for the hot keys ({other_hot_rows:.0f}) are too many to broadcast")
     if declared:
         # The model's own declaration (Hive's SKEWED BY) stands in for the unknown shares.
-        details = dict(
-            hot_share=None,
-            task_slots=config.task_slots,
-            speedup=None,
-            other_hot_rows=round(other_hot_rows),
-            data_type=dtype,
-        )
-        return hot, origin + ", shares unknown: trusted", details
+        details = dict(hot_share=None, task_slots=config.task_slots, speedup=None, other_hot_rows=round(other_hot_rows))
+        return _SkewPlan(hot, origin + ", shares unknown: trusted", dtype, details)
     speedup = skew_join_speedup(max(shares), config.task_slots)
+    if speedup < SKEW_MIN_SPEEDUP:
+        return Skip(
+            f"the largest hot key holds {max(shares):.0%} of the rows: with {config.task_slots} task slots the "
+            f"rewrite is estimated {speedup:.2f}x (needs {SKEW_MIN_SPEEDUP}x)"
+        )
     details = dict(
         hot_share=round(sum(shares), 4),
         largest_key_share=round(max(shares), 4),
@@ -226,13 +223,35 @@ def _decide(
         speedup=round(speedup, 3),
         other_hot_rows=round(other_hot_rows),
     )
-    if speedup < SKEW_MIN_SPEEDUP:
-        return (
-            f"the largest hot key holds {max(shares):.0%} of the rows: with {config.task_slots} task slots the "
-            f"rewrite is estimated {speedup:.2f}x (needs {SKEW_MIN_SPEEDUP}x)"
-        )
-    details["data_type"] = dtype
-    return hot, origin, details
+    return _SkewPlan(hot, origin, dtype, details)
+
+
+def _too_big_to_broadcast(build: dict[str, Any], aliases, config: OptimizerConfig) -> dict[str, float] | Skip:
+    """Each side's estimated bytes, or why the join is not one to split (a side that fits a
+    broadcast has no skew: Spark broadcasts it)."""
+    sizes = {}
+    for alias in aliases:
+        relation = build[alias]
+        size = relation.bytes([c for c in relation.columns if c.startswith(f"{alias}.")])
+        if size.is_absent:
+            return Skip(f"statistics absent for {alias}")
+        sizes[alias] = size.value
+        if size.value <= config.broadcast_threshold_bytes:
+            return Skip(f"{alias} fits a broadcast ({size.value / 2**20:.2f} MB): a broadcast join has no skew")
+    return sizes
+
+
+def _other_hot_rows(scope: Scope, other: str, other_key: exp.Column, hot, dtype, estimator: Estimator) -> float | Skip:
+    """The other side's rows for the hot keys (its heavy hitters' shares, else 1/NDV a key)."""
+    other_column = estimator.source(scope, other).column(other_key.name)
+    other_rows = estimator.source(scope, other).rows
+    if other_rows.is_absent:
+        return Skip(f"statistics absent for {other}")
+    other_shares = _shares(other_column.heavy_hitters, dtype)
+    per_key = 1.0 / other_column.ndv.value if not other_column.ndv.is_absent and other_column.ndv.value else None
+    if per_key is None and not other_shares:
+        return Skip(f"no NDV for {other}.{other_key.name}: its rows for the hot keys cannot be sized")
+    return sum(other_rows.value * other_shares.get((type(v), v), per_key or 0.0) for v, _ in hot)
 
 
 def _shares(heavy_hitters: list[tuple[Any, float]] | None, data_type: str | None) -> dict[Any, float]:
@@ -255,14 +274,10 @@ def _rewrite(
     literals: list[exp.Expression],
     side: str,
 ) -> bool:
+    """Replace the block's first join by a derived UNION ALL of its hot-key branch (broadcast)
+    and the rest; False when the block reads the pair in a way the rewrite would lose."""
     pair = {skewed, other}
-    # A subquery of the block reading the two relations, or a star, would lose them.
-    for child in scope.subquery_scopes + scope.udtf_scopes:
-        if any(c.table in pair for c in child.external_columns):
-            return False
-    if any(isinstance(node, exp.Star) for node in select.expressions) or any(
-        isinstance(c.this, exp.Star) for c in scope.columns if c.table in pair
-    ):
+    if _reads_pair_elsewhere(scope, select, pair):
         return False
     columns = [c for c in scope.columns if c.table in pair]
     join = select.args["joins"][0]
@@ -271,11 +286,32 @@ def _rewrite(
     name = DERIVED_ALIAS
     while name in taken:
         name += "_"
-    # One output column per column of the pair the rest of the block reads.
+    outputs = _outputs([c for c in columns if id(c) not in on_columns], key)
+    split = _Split(select.args["from_"].this, join, outputs, literals, key, other_key, other, side)
+    union = exp.union(split.branch(hot=True), split.branch(hot=False), distinct=False)
+    derived = exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier(name)))
+    for column in columns:
+        if id(column) not in on_columns:
+            column.replace(exp.column(outputs[(column.table, column.name)], table=name))
+    select.set("from_", exp.From(this=derived))
+    select.set("joins", select.args["joins"][1:] or None)
+    return True
+
+
+def _reads_pair_elsewhere(scope: Scope, select: exp.Select, pair: set[str]) -> bool:
+    """A subquery of the block reading the two relations, or a star, would lose them."""
+    for child in scope.subquery_scopes + scope.udtf_scopes:
+        if any(c.table in pair for c in child.external_columns):
+            return True
+    return any(isinstance(node, exp.Star) for node in select.expressions) or any(
+        isinstance(c.this, exp.Star) for c in scope.columns if c.table in pair
+    )
+
+
+def _outputs(columns: list[exp.Column], key: exp.Column) -> dict[tuple[str, str], str]:
+    """One output column per column of the pair the rest of the block reads."""
     outputs: dict[tuple[str, str], str] = {}
     for column in columns:
-        if id(column) in on_columns:
-            continue
         ident = (column.table, column.name)
         if ident not in outputs:
             base = f"{column.table}_{column.name}"
@@ -286,38 +322,43 @@ def _rewrite(
             outputs[ident] = alias
     if not outputs:  # e.g. SELECT COUNT(*): carry the key, so each branch has a column
         outputs[(key.table, key.name)] = f"{key.table}_{key.name}"
-    first = select.args["from_"].this
+    return outputs
 
-    def branch(hot_branch: bool) -> exp.Select:
-        body = exp.select(*[exp.alias_(exp.column(c, table=t), a) for (t, c), a in outputs.items()])
-        body.set("from_", exp.From(this=first.copy()))
-        branch_join = join.copy()
+
+@dataclass(frozen=True)
+class _Split:
+    """The two branches of a split join: the hot keys (the other side broadcast) and the rest."""
+
+    first: exp.Expression
+    join: exp.Join
+    outputs: dict[tuple[str, str], str]
+    literals: list[exp.Expression]
+    key: exp.Column
+    other_key: exp.Column
+    other: str
+    side: str
+
+    def in_hot(self, col: exp.Column) -> exp.In:
+        return exp.In(this=exp.column(col.name, table=col.table), expressions=[v.copy() for v in self.literals])
+
+    def branch(self, hot: bool) -> exp.Select:
+        body = exp.select(*[exp.alias_(exp.column(c, table=t), a) for (t, c), a in self.outputs.items()])
+        body.set("from_", exp.From(this=self.first.copy()))
+        branch_join = self.join.copy()
         body.set("joins", [branch_join])
-
-        def in_hot(col: exp.Column) -> exp.In:
-            return exp.In(this=exp.column(col.name, table=col.table), expressions=[v.copy() for v in literals])
-
-        if hot_branch:
-            body.set("hint", exp.Hint(expressions=[exp.JoinHint(this="BROADCAST", expressions=[exp.to_table(other)])]))
-            if side == "LEFT":
+        if hot:
+            body.set(
+                "hint", exp.Hint(expressions=[exp.JoinHint(this="BROADCAST", expressions=[exp.to_table(self.other)])])
+            )
+            if self.side == "LEFT":
                 # The null-supplying side's filter belongs in ON; the preserved side's in WHERE.
-                branch_join.set("on", exp.and_(*conjuncts(branch_join.args["on"]), in_hot(other_key)))
-                body.set("where", exp.Where(this=in_hot(key)))
+                branch_join.set("on", exp.and_(*conjuncts(branch_join.args["on"]), self.in_hot(self.other_key)))
+                body.set("where", exp.Where(this=self.in_hot(self.key)))
             else:
-                body.set("where", exp.Where(this=exp.and_(in_hot(key), in_hot(other_key))))
-        else:
-            rest = exp.Not(this=in_hot(key))
-            if side == "LEFT":  # unmatched NULL keys of the preserved side are kept by the join
-                rest = exp.or_(exp.Is(this=exp.column(key.name, table=key.table), expression=exp.Null()), rest)
-            body.set("where", exp.Where(this=rest))
+                body.set("where", exp.Where(this=exp.and_(self.in_hot(self.key), self.in_hot(self.other_key))))
+            return body
+        rest = exp.Not(this=self.in_hot(self.key))
+        if self.side == "LEFT":  # unmatched NULL keys of the preserved side are kept by the join
+            rest = exp.or_(exp.Is(this=exp.column(self.key.name, table=self.key.table), expression=exp.Null()), rest)
+        body.set("where", exp.Where(this=rest))
         return body
-
-    union = exp.union(branch(True), branch(False), distinct=False)
-    derived = exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier(name)))
-    for column in columns:
-        if id(column) in on_columns:
-            continue
-        column.replace(exp.column(outputs[(column.table, column.name)], table=name))
-    select.set("from_", exp.From(this=derived))
-    select.set("joins", select.args["joins"][1:] or None)
-    return True
