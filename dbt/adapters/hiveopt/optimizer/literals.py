@@ -61,82 +61,112 @@ def typed_value(value: Any, data_type: str | None) -> tuple[Any, str | None]:
 
     Accepted: ints (in range) for integral columns, integral text too; numbers for decimals that
     fit the precision and scale exactly; finite numbers for doubles; text (or an int) for strings;
-    booleans; dates and timestamps as such or in ISO form (written back canonically)."""
+    booleans; dates and timestamps as such or in ISO form (written back canonically).
+
+    >>> typed_value("42", "int"), typed_value(1.5, "decimal(3,1)"), typed_value("2024/01/05", "date")
+    ((42, None), (Decimal('1.5'), None), (None, "'2024/01/05' is not a date (YYYY-MM-DD)"))
+    """
     base = base_type(data_type)
     shown = repr(value)
     if value is None:
         return None, "NULL is never a key value"
     if isinstance(value, bool):
         return (value, None) if base == "boolean" else (None, f"{shown} is a boolean, not a {base} value")
-    if base in _INTEGERS:
-        number: Any = None
-        if isinstance(value, int):
-            number = value
-        elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
-            number = int(value)
-        elif isinstance(value, decimal.Decimal) and value.is_finite() and value == value.to_integral_value():
-            number = int(value)
-        elif isinstance(value, str) and _INTEGER_TEXT.match(value.strip()):
-            number = int(value.strip())
-        if number is None:
-            return None, f"{shown} is not an integer"
-        bits = _INTEGERS[base]
-        if not -(2 ** (bits - 1)) <= number < 2 ** (bits - 1):
-            return None, f"{number} is outside {base}"
-        return number, None
-    if base in _DECIMALS:
-        try:
-            number = decimal.Decimal(value if isinstance(value, (str, int, decimal.Decimal)) else repr(value))
-        except (decimal.InvalidOperation, TypeError, ValueError):
-            return None, f"{shown} is not a number"
-        precision, scale = _decimal_shape(data_type or "")
-        if not number.is_finite():
-            return None, f"{shown} is not a finite number"
-        try:
-            quantized = number.quantize(decimal.Decimal(1).scaleb(-scale), context=decimal.Context(prec=80))
-        except decimal.InvalidOperation:
-            quantized = None
-        integer_digits = len(str(abs(int(quantized)))) if quantized is not None and int(quantized) else 0
-        if quantized is None or quantized != number or integer_digits > precision - scale:
-            return None, f"{shown} is not a value of {data_type}"
-        return quantized, None
-    if base in _FLOATS:
-        try:
-            number = float(value) if isinstance(value, (int, float, decimal.Decimal, str)) else None
-        except ValueError:
-            number = None
-        if number is None or not math.isfinite(number):
-            return None, f"{shown} is not a finite number"
-        return number, None
-    if base in _TEXT:
-        if isinstance(value, str):
-            return value, None
-        if isinstance(value, int):
-            return str(value), None
-        return None, f"{shown} is not text"
-    if base == "date":
-        if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
-            return value, None
-        if isinstance(value, str) and _ISO_DATE.match(value.strip()):
-            try:
-                return _dt.date.fromisoformat(value.strip()), None
-            except ValueError:
-                pass
-        return None, f"{shown} is not a date (YYYY-MM-DD)"
-    if base in ("timestamp", "timestamp_ntz"):
-        if isinstance(value, _dt.datetime):
-            return (value, None) if value.tzinfo is None else (None, f"{shown} carries a time zone")
-        if isinstance(value, _dt.date):
-            return _dt.datetime.combine(value, _dt.time()), None
-        if isinstance(value, str) and _ISO_TIMESTAMP.match(value.strip()):
-            try:
-                return _dt.datetime.fromisoformat(value.strip()), None
-            except ValueError:
-                pass
-        return None, f"{shown} is not a timestamp (YYYY-MM-DD HH:MM:SS)"
+    for types, convert in _CONVERTERS:
+        if base in types:
+            return convert(value, base, data_type or "", shown)
     if base == "boolean":
         return None, f"{shown} is not a boolean"
     return None, f"no literal of type {data_type or 'unknown'}"
+
+
+def _integer(value: Any, base: str, data_type: str, shown: str) -> tuple[Any, str | None]:
+    number: Any = None
+    if isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, decimal.Decimal) and value.is_finite() and value == value.to_integral_value():
+        number = int(value)
+    elif isinstance(value, str) and _INTEGER_TEXT.match(value.strip()):
+        number = int(value.strip())
+    if number is None:
+        return None, f"{shown} is not an integer"
+    bits = _INTEGERS[base]
+    if not -(2 ** (bits - 1)) <= number < 2 ** (bits - 1):
+        return None, f"{number} is outside {base}"
+    return number, None
+
+
+def _decimal(value: Any, base: str, data_type: str, shown: str) -> tuple[Any, str | None]:
+    try:
+        number = decimal.Decimal(value if isinstance(value, (str, int, decimal.Decimal)) else repr(value))
+    except (decimal.InvalidOperation, TypeError, ValueError):
+        return None, f"{shown} is not a number"
+    precision, scale = _decimal_shape(data_type)
+    if not number.is_finite():
+        return None, f"{shown} is not a finite number"
+    try:
+        quantized = number.quantize(decimal.Decimal(1).scaleb(-scale), context=decimal.Context(prec=80))
+    except decimal.InvalidOperation:
+        quantized = None
+    integer_digits = len(str(abs(int(quantized)))) if quantized is not None and int(quantized) else 0
+    if quantized is None or quantized != number or integer_digits > precision - scale:
+        return None, f"{shown} is not a value of {data_type}"
+    return quantized, None
+
+
+def _float(value: Any, base: str, data_type: str, shown: str) -> tuple[Any, str | None]:
+    try:
+        number = float(value) if isinstance(value, (int, float, decimal.Decimal, str)) else None
+    except ValueError:
+        number = None
+    if number is None or not math.isfinite(number):
+        return None, f"{shown} is not a finite number"
+    return number, None
+
+
+def _text(value: Any, base: str, data_type: str, shown: str) -> tuple[Any, str | None]:
+    if isinstance(value, str):
+        return value, None
+    if isinstance(value, int):
+        return str(value), None
+    return None, f"{shown} is not text"
+
+
+def _date(value: Any, base: str, data_type: str, shown: str) -> tuple[Any, str | None]:
+    if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
+        return value, None
+    if isinstance(value, str) and _ISO_DATE.match(value.strip()):
+        try:
+            return _dt.date.fromisoformat(value.strip()), None
+        except ValueError:
+            pass
+    return None, f"{shown} is not a date (YYYY-MM-DD)"
+
+
+def _timestamp(value: Any, base: str, data_type: str, shown: str) -> tuple[Any, str | None]:
+    if isinstance(value, _dt.datetime):
+        return (value, None) if value.tzinfo is None else (None, f"{shown} carries a time zone")
+    if isinstance(value, _dt.date):
+        return _dt.datetime.combine(value, _dt.time()), None
+    if isinstance(value, str) and _ISO_TIMESTAMP.match(value.strip()):
+        try:
+            return _dt.datetime.fromisoformat(value.strip()), None
+        except ValueError:
+            pass
+    return None, f"{shown} is not a timestamp (YYYY-MM-DD HH:MM:SS)"
+
+
+# The converter of each family of types, in the order typed_value tries them.
+_CONVERTERS = (
+    (_INTEGERS, _integer),
+    (_DECIMALS, _decimal),
+    (_FLOATS, _float),
+    (_TEXT, _text),
+    (("date",), _date),
+    (("timestamp", "timestamp_ntz"), _timestamp),
+)
 
 
 def literal_for(value: Any, data_type: str | None) -> exp.Expression | None:
