@@ -273,10 +273,8 @@ def last_stage(estimator: Estimator, scope: Scope, broadcast_threshold_bytes: fl
             acc = right  # the left relation is broadcast, the right one streams
         else:
             cost = (acc_bytes + right_bytes) * RESORT_BYTE_COST
-            for side in (
-                acc,
-                right,
-            ):  # a side already partitioned on the keys is not shuffled: its work stays in the stage
+            # A side already partitioned on the keys is not shuffled: its work stays in the stage.
+            for side in (acc, right):
                 if side.partitioned_on and _covered(side.partitioned_on, keys):
                     cost = cost + side.cost
             acc = Stage(
@@ -284,6 +282,11 @@ def last_stage(estimator: Estimator, scope: Scope, broadcast_threshold_bytes: fl
             )
         joined.append(alias)
         acc_bytes = _read_bytes(step, scope, joined)
+    return _aggregate_stage(estimator, select, acc, acc_bytes)
+
+
+def _aggregate_stage(estimator: Estimator, select: exp.Select, acc: Stage, acc_bytes: Estimate) -> Stage:
+    """The block's last stage once its aggregate (if any) is on top of its joins' stage `acc`."""
     group = select.args.get("group")
     if group is not None:
         out = estimator.estimate(select).bytes()
