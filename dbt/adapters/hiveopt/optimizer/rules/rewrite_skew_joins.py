@@ -60,6 +60,26 @@ DERIVED_ALIAS = "skew_join"
 def rewrite_skew_joins(
     expression: exp.Expression, estimator: Estimator, config: OptimizerConfig, log: DecisionLog
 ) -> exp.Expression:
+    """Split each block's first join whose key has hot values (heavy hitters, or `skewed_keys`)
+    into a UNION ALL of the hot keys (the other side broadcast) and the rest, when the cost model
+    expects it faster. Details: docs/rules/rewrite_skew_joins.md.
+
+    >>> from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
+    >>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
+    >>> schema = {"db": {"f": {"k": "int", "v": "double"}, "d": {"k": "int", "name": "string"}}}
+    >>> stats = StatsCatalog.from_dict({
+    ...     "db.f": {"row_count": 10**8, "columns": {"k": {"ndv": 10**6, "heavy_hitters": [[42, 9 * 10**7]]}}},
+    ...     "db.d": {"row_count": 10**7, "columns": {"k": {"ndv": 10**7}, "name": {"ndv": 10**7}}}})
+    >>> expression = prepare_query("SELECT d.name, f.v FROM db.f JOIN db.d ON f.k = d.k", schema).expression
+    >>> log = DecisionLog("rewrite_skew_joins")
+    >>> estimator, config = Estimator(expression, schema, stats), OptimizerConfig(task_slots=2)
+    >>> rewritten = rewrite_skew_joins(expression, estimator, config, log)
+    >>> print(rewritten.sql())  # doctest: +NORMALIZE_WHITESPACE
+    SELECT skew_join.d_name AS name, skew_join.f_v AS v FROM (SELECT /*+ BROADCAST(d) */ d.name AS d_name,
+    f.v AS f_v FROM db.f AS f JOIN db.d AS d ON f.k = d.k WHERE f.k IN (42) AND d.k IN (42) UNION ALL
+    SELECT d.name AS d_name, f.v AS f_v FROM db.f AS f JOIN db.d AS d ON f.k = d.k WHERE NOT f.k IN (42))
+    AS skew_join
+    """
     for scope, select, label in list(join_blocks(expression, log)):
         _rewrite_block(scope, select, label, estimator, config, log)
     return expression

@@ -55,6 +55,20 @@ def _add_hints(select: exp.Select, hints: list[exp.JoinHint]) -> None:
 def select_join_algorithms(
     expression: exp.Expression, estimator: Estimator, config: OptimizerConfig, log: DecisionLog
 ) -> exp.Expression:
+    """Hint each equi-join's build side: BROADCAST when its estimated size (after its filters)
+    fits the broadcast threshold, SHUFFLE_HASH when it is much smaller than the other side.
+    Details: docs/rules/select_join_algorithms.md.
+
+    >>> from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
+    >>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
+    >>> schema = {"db": {"f": {"k": "int", "v": "double"}, "d": {"k": "int", "c": "string"}}}
+    >>> stats = StatsCatalog.from_dict({"db.f": {"row_count": 10**7, "columns": {"k": {"ndv": 10**4}}},
+    ...     "db.d": {"row_count": 100, "columns": {"k": {"ndv": 100}, "c": {"ndv": 100}}}})
+    >>> expression = prepare_query("SELECT f.v, d.c FROM db.f JOIN db.d ON f.k = d.k", schema).expression
+    >>> log = DecisionLog("select_join_algorithms")
+    >>> select_join_algorithms(expression, Estimator(expression, schema, stats), OptimizerConfig(), log).sql()
+    'SELECT /*+ BROADCAST(d) */ f.v AS v, d.c AS c FROM db.f AS f JOIN db.d AS d ON f.k = d.k'
+    """
     for scope, select, label in join_blocks(expression, log):
         hints = _choose(scope, select.args["from_"].this, select.args["joins"], estimator, config, log, label)
         if hints:
