@@ -18,7 +18,7 @@ relations and the function that joins two plans (and so the cost model).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 # Exact enumeration while there are at most this many csg-cmp pairs (DuckDB uses 10,000; 12,000
@@ -35,7 +35,7 @@ class Plan:
     right: Plan | None = None
     rows: float = 0.0
     cost: float = 0.0
-    info: dict[str, Any] = field(default_factory=dict)  # whatever the caller's join function keeps
+    info: Any = None  # what the caller's join function keeps of a plan (reorder_joins: a PlanShape)
 
     @property
     def is_leaf(self) -> bool:

@@ -25,6 +25,7 @@ SELECT d1.v AS v FROM db.d1 AS d1 JOIN db.f AS f ON f.k = d1.k AND 1 = 1 JOIN db
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from sqlglot import exp
 
@@ -45,6 +46,20 @@ MIN_RELATIONS = 3
 # the left-deep tree of equal estimated cost on TPC-H Q2, Q7 and Q8 (SF 1, measured here). So a
 # bushy tree must be this many times cheaper than the best left-deep one to be chosen.
 BUSHY_MIN_GAIN = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class PlanShape:
+    """What the join order's cost model needs of a (partial) plan besides its rows."""
+
+    width: float
+    # Join keys the output is hash-partitioned on (a bucketed table, a sort-merge join's output).
+    partitioned_on: frozenset[str] | None
+    # What Spark's static estimate makes of its size: files multiplied (unknown: infinite).
+    spark_bytes: float
+    # A relation is named by a hint; the joins before a barrier are not one relation.
+    hintable: bool
+    algorithm: str | None = None
 
 
 class _Planner:
@@ -93,18 +108,18 @@ class _Planner:
             1 << i,
             rows=rows,
             cost=0.0,
-            info={
-                "width": self.widths[i],
-                "partitioned_on": self.bucketed[i],
-                "spark_bytes": self.file_bytes[i],
-                # A relation is named by a hint; the joins before a barrier are not one relation.
-                "hintable": self.graph.aliases[i] != PREFIX,
-            },
+            info=PlanShape(
+                width=self.widths[i],
+                partitioned_on=self.bucketed[i],
+                spark_bytes=self.file_bytes[i],
+                hintable=self.graph.aliases[i] != PREFIX,
+            ),
         )
 
     def _input(self, plan: Plan) -> JoinInput:
-        buildable = plan.info["hintable"] or plan.info["spark_bytes"] <= self.model.broadcast_threshold_bytes
-        return JoinInput(plan.rows * plan.info["width"], plan.info["partitioned_on"], buildable)
+        shape: PlanShape = plan.info
+        buildable = shape.hintable or shape.spark_bytes <= self.model.broadcast_threshold_bytes
+        return JoinInput(plan.rows * shape.width, shape.partitioned_on, buildable)
 
     def join(self, left: Plan, right: Plan) -> Plan:
         lr, rr = left.relations, right.relations
@@ -119,23 +134,17 @@ class _Planner:
             1 for mask in self.complex_masks if mask & union == mask and mask & lr != mask and mask & rr != mask
         )
         rows = join_cardinality(left.rows, right.rows, divisors, crossing)
-        width = left.info["width"] + right.info["width"]
+        width = left.info.width + right.info.width
         cost, algorithm, partitioning = self.model.join_cost(self._input(left), self._input(right), keys, rows * width)
         # Spark sizes a join without column statistics as the product of its inputs' sizes.
-        spark_bytes = left.info["spark_bytes"] * right.info["spark_bytes"]
+        spark_bytes = left.info.spark_bytes * right.info.spark_bytes
         return Plan(
             union,
             left,
             right,
             rows=rows,
             cost=left.cost + right.cost + cost,
-            info={
-                "width": width,
-                "partitioned_on": partitioning,
-                "algorithm": algorithm,
-                "spark_bytes": spark_bytes,
-                "hintable": False,
-            },
+            info=PlanShape(width, partitioning, spark_bytes, hintable=False, algorithm=algorithm),
         )
 
     def written(self) -> Plan:
@@ -155,7 +164,7 @@ class _Planner:
         return (
             self.intermediates(plan.left)
             + self.intermediates(plan.right)
-            + [{"join": self.describe(plan), "rows": round(plan.rows), "algorithm": plan.info.get("algorithm")}]
+            + [{"join": self.describe(plan), "rows": round(plan.rows), "algorithm": plan.info.algorithm}]
         )
 
 
