@@ -23,7 +23,7 @@ from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, RuleRun
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.invariants import check_invariants, generate_checked
 from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery, UnsupportedQuery, prepare_query
-from dbt.adapters.hiveopt.optimizer.rule import Rule, check_report, plan_prepasses
+from dbt.adapters.hiveopt.optimizer.rule import Rule, check_report
 from dbt.adapters.hiveopt.optimizer.rules.merge_correlated_aggregates import merge_correlated_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.merge_sibling_aggregates import merge_sibling_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import (
@@ -101,8 +101,13 @@ def value_fetches(
     materialization: str,
     partitioning: dict[str, list[str]],
 ) -> list:
-    """What the rules' pre-passes ask the adapter to fetch before optimize() (pure: no I/O)."""
-    return plan_prepasses(RULES, expression, schema, statistics, config, materialization, partitioning)
+    """What the enabled rules' pre-passes ask the adapter to fetch before optimize() (pure: no I/O)."""
+    fetches: list = []
+    estimator = Estimator(expression, schema, statistics)
+    for rule in RULES:
+        if rule.prepass is not None and config.rule_enabled(rule.name):
+            fetches.extend(rule.prepass(expression, estimator, config, materialization, partitioning))
+    return fetches
 
 
 def needs_statistics(expression: exp.Expression, config: OptimizerConfig, materialization: str = "table") -> bool:

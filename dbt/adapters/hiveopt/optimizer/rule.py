@@ -32,10 +32,6 @@ from typing import Any
 
 from sqlglot import exp
 
-from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
-from dbt.adapters.hiveopt.optimizer.estimator import Estimator
-from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
-
 
 @dataclass(frozen=True)
 class Rule:
@@ -78,21 +74,3 @@ def check_report(name: str, fired: bool, before: exp.Expression, after: exp.Expr
         raise ContractError(f"{name} changed the query without recording a fired decision")
     if fired and not changed:
         raise ContractError(f"{name} recorded a fired decision but returned the query unchanged")
-
-
-def plan_prepasses(
-    rules: Sequence[Rule],
-    expression: exp.Expression,
-    schema: dict,
-    statistics: StatsCatalog,
-    config: OptimizerConfig,
-    materialization: str,
-    partitioning: dict[str, list[str]],
-) -> list[Any]:
-    """What the enabled rules' pre-passes ask the adapter to fetch (pure: no I/O)."""
-    fetches: list[Any] = []
-    estimator = Estimator(expression, schema, statistics)
-    for rule in rules:
-        if rule.prepass is not None and config.rule_enabled(rule.name):
-            fetches.extend(rule.prepass(expression, estimator, config, materialization, partitioning))
-    return fetches
