@@ -105,25 +105,8 @@ class InputGatherer:
         table the model builds, is never gathered here: an incremental model reads it for its
         filter, and a pass over it would be stale once the build writes to it (daily_revenue paid
         2.3 s for one on every incremental run)."""
-        schema: dict[str, dict[str, dict[str, str]]] = {}
-        bucketing: dict[str, list[str]] = {}
-        partitioning: dict[str, list[str]] = {}
-        views: set[str] = set()
         tables = [name for name in physical_tables(parsed) if "." in name]  # bare names: temp views
-        for name in tables:
-            db, table = name.split(".", 1)
-            try:
-                info = self.statistics.describe(name)
-            except Exception as error:
-                self.debug(f"{label}: cannot describe {name}: {error}")
-                continue
-            schema.setdefault(db, {})[table] = dict(info.columns)
-            if info.is_view:
-                views.add(name)
-            if info.bucket_columns:
-                bucketing[name] = list(info.bucket_columns)
-            if info.partition_columns:
-                partitioning[name] = list(info.partition_columns)
+        schema, bucketing, partitioning, views = self._describe(tables, label)
         catalog = StatsCatalog()
         inputs = ModelInputs(
             OptimizerContext(
@@ -157,12 +140,46 @@ class InputGatherer:
                 stats = self._table(name, keys.get(name, ()), (auto_gather, why_not), inputs.gathering)
             if stats is not None:
                 catalog.put(name, stats)
+        self._prepass(inputs, config, label)
+        return inputs
+
+    def _describe(self, tables: list[str], label: str):
+        """(schema, bucketing, partitioning, views) of the relations a model reads, from the catalog."""
+        schema: dict[str, dict[str, dict[str, str]]] = {}
+        bucketing: dict[str, list[str]] = {}
+        partitioning: dict[str, list[str]] = {}
+        views: set[str] = set()
+        for name in tables:
+            db, table = name.split(".", 1)
+            try:
+                info = self.statistics.describe(name)
+            except Exception as error:
+                self.debug(f"{label}: cannot describe {name}: {error}")
+                continue
+            schema.setdefault(db, {})[table] = dict(info.columns)
+            if info.is_view:
+                views.add(name)
+            if info.bucket_columns:
+                bucketing[name] = list(info.bucket_columns)
+            if info.partition_columns:
+                partitioning[name] = list(info.partition_columns)
+        return schema, bucketing, partitioning, views
+
+    def _prepass(self, inputs: ModelInputs, config: OptimizerConfig, label: str) -> None:
+        """The rules' pre-pass: fetch what they ask for (partition pruning's small-side keys)."""
         if config.prune_fetch_values:
             # Partition pruning's pre-pass: the optimizer says which small-side keys to fetch.
             # Without a fetch (prune_fetch_values off) the rule writes semi-join filters where they win.
-            fetches = value_fetches(inputs.prepared.expression, schema, catalog, config, materialization, partitioning)
-            inputs.context.fetched_values = {fetch.key: self._fetch(fetch, config, label) for fetch in fetches}
-        return inputs
+            context = inputs.context
+            fetches = value_fetches(
+                inputs.prepared.expression,
+                context.schema,
+                context.statistics,
+                config,
+                context.materialization,
+                context.partitioning,
+            )
+            context.fetched_values = {fetch.key: self._fetch(fetch, config, label) for fetch in fetches}
 
     def tables_under(self, view: str, depth: int = 0) -> list[str]:
         """The tables a view reads, through the views it reads (for `hiveopt analyze` of a view)."""
