@@ -49,17 +49,16 @@ from dbt.adapters.hiveopt.optimizer import (
     prepare_query,
 )
 from dbt.adapters.hiveopt.optimizer.context import FetchedValues
-from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
-from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import plan_value_fetches
+from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES, value_fetches
 from dbt.adapters.hiveopt.optimizer.statistics import StatisticsError
 from fuzz import inputs
 from fuzz.compare import RowDiff, compare_rows
 from fuzz.queries import Query, QueryGenerator
 from fuzz.tables import FuzzData
 
-# Rules that rewrite SQL (reuse_repeated_subqueries only records): each should fire on at least
-# this share of the queries, or the run warns that the generator no longer exercises it.
-REWRITING_RULES = tuple(r for r in RULE_NAMES if r != "reuse_repeated_subqueries")
+# Each rule should fire on at least this share of the queries, or the run warns that the generator
+# no longer exercises it.
+REWRITING_RULES = RULE_NAMES
 MIN_FIRE_SHARE = 0.05
 BIG_RESULT_ROWS = 60_000
 # A query still running after this long is cancelled (counted apart, as a timeout).
@@ -114,6 +113,8 @@ class Outcome:
     optimized_sql: str | None = None
     changed: bool = False
     fallback: str | None = None
+    # Rules that failed on the case (each skipped, the others' rewrites kept): optimizer bugs.
+    rule_errors: list[str] = field(default_factory=list)
     switched_off: bool = False
     fired: list[str] = field(default_factory=list)
     decisions: list[dict] = field(default_factory=list)
@@ -249,7 +250,7 @@ class Runner:
             prepared = None
         fetched: dict[str, FetchedValues] = {}
         if prepared is not None and config.prune_fetch_values and case.fetch_mode != "none":
-            fetches = plan_value_fetches(
+            fetches = value_fetches(
                 prepared.expression, self.schema, statistics, config, case.materialization, self.partitioning
             )
             for fetch in fetches:
@@ -316,6 +317,7 @@ class Runner:
         outcome.optimized_sql, outcome.changed = result.sql, result.changed
         outcome.fallback, outcome.switched_off = result.fallback_reason, result.switched_off
         outcome.fired = result.fired_rules
+        outcome.rule_errors = [f"{r.rule}: {r.error}" for r in result.rules if r.error]
         outcome.decisions = [d.to_dict() for r in result.rules for d in r.decisions if d.fired]
         sql = case.query.sql
         if not case.query.deterministic:
@@ -380,6 +382,7 @@ class Summary:
     fired: Counter = field(default_factory=Counter)
     fired_by_shape: dict[str, Counter] = field(default_factory=dict)
     fallbacks: Counter = field(default_factory=Counter)
+    rule_errors: Counter = field(default_factory=Counter)
     switched_off: int = 0
     big_results: int = 0
     original_errors: list[Outcome] = field(default_factory=list)
@@ -402,6 +405,8 @@ class Summary:
             self.switched_off += 1
         elif outcome.fallback:
             self.fallbacks[fallback_prefix(outcome.fallback)] += 1
+        for error in outcome.rule_errors:
+            self.rule_errors[fallback_prefix(error)] += 1
         if outcome.kind == "original_error":
             self.original_errors.append(outcome)
         if outcome.failed:
@@ -431,6 +436,8 @@ class Summary:
             f"fallbacks: {sum(self.fallbacks.values())}",
         ]
         out += [f"  {n:5d}  {reason}" for reason, n in self.fallbacks.most_common()]
+        out.append(f"rule errors (that rule skipped, the others kept): {sum(self.rule_errors.values())}")
+        out += [f"  {n:5d}  {reason}" for reason, n in self.rule_errors.most_common()]
         out.append("rules fired (queries, share of all queries; by shape):")
         for rule in RULE_NAMES:
             shapes = ", ".join(f"{s} {n}" for s, n in (self.fired_by_shape.get(rule) or Counter()).most_common())

@@ -11,7 +11,7 @@ from helpers.results import rows_of
 
 from dbt.adapters.hiveopt.impl import HiveoptAdapter, fetch_small_side_values
 from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, optimize, prepare_query
-from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import plan_value_fetches
+from dbt.adapters.hiveopt.optimizer.pipeline import value_fetches
 
 pytestmark = pytest.mark.spark
 
@@ -72,7 +72,7 @@ def run_with_fetch(spark, sql, materialization="table", **settings):
             f.key: fetch_small_side_values(
                 f, config.prune_max_values, lambda text: [tuple(r) for r in spark.sql(text).collect()]
             )
-            for f in plan_value_fetches(expression, SCHEMA, STATS, config, materialization, PARTITIONING)
+            for f in value_fetches(expression, SCHEMA, STATS, config, materialization, PARTITIONING)
         },
         **settings,
     )

@@ -16,10 +16,15 @@ def run(sql, **config):
     )
 
 
-def test_correlation_rules_run_before_the_join_rules():
+CORRELATION_RULES = ("merge_correlated_aggregates", "merge_sibling_aggregates")
+
+
+def test_correlation_rules_run_before_the_join_rules_and_exclude_the_skew_split():
     names = list(pipeline.RULE_NAMES)
-    for rule in pipeline.CORRELATION_RULES:
+    for rule in CORRELATION_RULES:
         assert names.index(rule) < names.index("reorder_joins") < names.index("select_join_algorithms")
+    excludes = {rule.name: rule.excludes for rule in pipeline.RULES}
+    assert {name for name, off in excludes.items() if "rewrite_skew_joins" in off} == set(CORRELATION_RULES)
 
 
 def test_siblings_merge_without_statistics_and_record_why():
@@ -38,7 +43,7 @@ def test_a_query_a_correlation_rule_rewrote_is_left_alone_by_the_skew_rule():
     (decision,) = runs["rewrite_skew_joins"].decisions
     assert not decision.fired and decision.reason.startswith("merge_sibling_aggregates rewrote this query")
     # With the correlation rules off, the skew rule looks at the query itself.
-    result = run(SIBLINGS, rules={name: False for name in pipeline.CORRELATION_RULES})
+    result = run(SIBLINGS, rules={name: False for name in CORRELATION_RULES})
     runs = {r.rule: r for r in result.rules}
     assert not any(d.reason.startswith("merge_") for d in runs["rewrite_skew_joins"].decisions)
 

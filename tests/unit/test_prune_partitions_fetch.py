@@ -7,7 +7,8 @@ from helpers.fixtures import Case, context_for
 from dbt.adapters.hiveopt.optimizer import optimize
 from dbt.adapters.hiveopt.optimizer.context import FetchedValues
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
-from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import plan_value_fetches, sql_expression
+from dbt.adapters.hiveopt.optimizer.pipeline import value_fetches
+from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import sql_expression
 
 RULE = "prune_partitions_from_small_side"
 
@@ -17,7 +18,7 @@ def _context(sql, **meta):
 
 
 def _fetches(sql, context):
-    return plan_value_fetches(
+    return value_fetches(
         sql_expression(sql, context),
         context.schema,
         context.statistics,
