@@ -37,7 +37,10 @@ def main() -> int:
     )
     med, same = harness.measure(spark, MODELS, MODELS, VARIANTS, common, args.rounds)
     print()
-    header = f"{'model':26} {'dbt-spark':>10} {'rule off':>10} {'hiveopt':>10} {'ratio':>7}  {'same rows':9} {'opt ms':>7} {'gather s':>8}  rule fired"
+    header = (
+        f"{'model':26} {'dbt-spark':>10} {'rule off':>10} {'hiveopt':>10} {'ratio':>7}  {'same rows':9} "
+        f"{'opt ms':>7} {'gather s':>8}  rule fired"
+    )
     print(header)
     print("-" * len(header))
     for model in MODELS:
@@ -50,7 +53,8 @@ def main() -> int:
         ]
         gather = sum(v.get("gather_seconds", 0.0) for v in (rec.get("after_build_statistics") or {}).values())
         print(
-            f"{model:26} {med['dbt-spark'][model]:10.2f} {med['hiveopt rule off'][model]:10.2f} {med['hiveopt'][model]:10.2f} "
+            f"{model:26} {med['dbt-spark'][model]:10.2f} {med['hiveopt rule off'][model]:10.2f} "
+            f"{med['hiveopt'][model]:10.2f} "
             f"{med['dbt-spark'][model] / med['hiveopt'][model]:6.2f}x  {str(all(s[model] for s in same.values())):9} "
             f"{rec['optimizer_ms']:7.1f} {gather:8.2f}  {', '.join(hints) or 'no'}"
         )

@@ -129,7 +129,8 @@ def main() -> int:
     print()
     header = (
         f"{'query':21} {'shape':38} {'fired':10} {'scans/exch':>10} {'after':>7} | {'dbt-spark':>9} {'hiveopt':>7} "
-        f"{'ratio':>6} {'paired (range)':>18} | {'SELECT: orig':>12} {'corr off':>8} {'corr on':>7} {'ratio':>6} {'vs off':>6} | equal"
+        f"{'ratio':>6} {'paired (range)':>18} | {'SELECT: orig':>12} {'corr off':>8} {'corr on':>7} "
+        f"{'ratio':>6} {'vs off':>6} | equal"
     )
     print(header)
     print("-" * len(header))
@@ -149,7 +150,8 @@ def main() -> int:
         rule = fired(model)
         print(
             f"{model:21} {shape:38} {rule:10} {before:>10} {after:>7} | {s:9.2f} {h:7.2f} {s / h:5.2f}x {spread:>18} | "
-            f"{q['original']:12.2f} {q['off']:8.2f} {q['on']:7.2f} {q['original'] / q['on']:5.2f}x {q['off'] / q['on']:5.2f}x | {equal}"
+            f"{q['original']:12.2f} {q['off']:8.2f} {q['on']:7.2f} {q['original'] / q['on']:5.2f}x "
+            f"{q['off'] / q['on']:5.2f}x | {equal}"
         )
         decisions[model] = [
             d
@@ -160,7 +162,8 @@ def main() -> int:
         identical = harness.record(OFF, model)["optimized_sql"] == rec["optimized_sql"]
         if rule == "-" and q["on"] > 1.05 * q["off"] and not identical:
             misses.append(
-                f"{model}: no correlation rewrite, yet its SELECT ran {q['on'] / q['off']:.2f}x the one without the rules (target <= 1.05x)"
+                f"{model}: no correlation rewrite, yet its SELECT ran {q['on'] / q['off']:.2f}x the one without "
+                "the rules (target <= 1.05x)"
             )
         if rule == "-" and 1 / paired > 1.05:
             misses.append(
@@ -175,9 +178,11 @@ def main() -> int:
         if not equal:
             misses.append(f"{model}: results differ")
     print(
-        f"\nseconds: medians of {args.rounds}; model = dbt's run_results.json timing of the CTAS (hiveopt's include its "
+        f"\nseconds: medians of {args.rounds}; model = dbt's run_results.json timing of the CTAS (hiveopt's "
+        "include its "
         "statistics I/O and after-build gathering); SELECT = the query alone on Spark to a no-op sink; ratio = "
-        "dbt-spark / hiveopt and original / hiveopt (of the medians); paired = the median (and range) of the rounds' own "
+        "dbt-spark / hiveopt and original / hiveopt (of the medians); paired = the median (and range) of the "
+        "rounds' own "
         "dbt-spark / hiveopt, which the targets are judged on; vs off = hiveopt without / with the correlation rules; "
         "scans/exch = file scans / shuffle exchanges (+ reused) in Spark's physical plan, before -> after"
     )

@@ -47,7 +47,8 @@ def main() -> int:
     }
     print()
     header = (
-        f"{'query':6} {'written: spark':>15} {'hiveopt':>8} {'ratio':>6} | {'bad: spark':>11} {'hiveopt':>8} {'ratio':>6} "
+        f"{'query':6} {'written: spark':>15} {'hiveopt':>8} {'ratio':>6} | {'bad: spark':>11} {'hiveopt':>8} "
+        f"{'ratio':>6} "
         f"| {'bad hiveopt/best':>16} | {'equal':5} | reordered (written / bad)"
     )
     print(header)
@@ -70,7 +71,8 @@ def main() -> int:
                 f"{q}_bad: written order is bad ({bs / best:.1f}x), hiveopt only {bs / bh:.2f}x faster (target >= 2x)"
             )
     print(
-        f"\nseconds: median of {args.rounds} model timings from dbt's run_results.json (hiveopt's include its statistics "
+        f"\nseconds: median of {args.rounds} model timings from dbt's run_results.json (hiveopt's include its "
+        "statistics "
         "I/O and after-build gathering); ratio = dbt-spark / hiveopt; best = the faster of the two on the written order"
     )
     print("targets missed:" if misses else "targets: all met")

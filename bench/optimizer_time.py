@@ -61,7 +61,8 @@ def main() -> int:
         ms = sorted(json.load(open(p))["optimizer_ms"] for p in records)
         p95 = ms[min(len(ms) - 1, int(round(0.95 * (len(ms) - 1))))]
         print(
-            f"\nbenchmark models ({len(ms)}): optimizer p50 {statistics.median(ms):.1f} ms, p95 {p95:.1f} ms, max {ms[-1]:.1f} ms"
+            f"\nbenchmark models ({len(ms)}): optimizer p50 {statistics.median(ms):.1f} ms, p95 {p95:.1f} ms, "
+            f"max {ms[-1]:.1f} ms"
         )
     return 0
 

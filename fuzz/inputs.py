@@ -302,7 +302,8 @@ def random_config(
         config["skewed_keys"] = skewed
     if rng.random() < 0.5:
         sorted_keys = {}
-        for table in {some_table(list(TABLES)) for _ in range(rng.randint(1, 3))}:
+        # Sorted: a set of names iterates in an order that differs between processes (hash seeds).
+        for table in sorted({some_table(list(TABLES)) for _ in range(rng.randint(1, 3))}):
             candidates = [c.name for c in TABLES[table] if c.domain]
             used = [c for c in candidates if c in (keys or {}).get(f"{DATABASE}.{table}", ())]
             chosen = set(rng.sample(candidates, rng.randint(1, min(3, len(candidates)))))

@@ -341,7 +341,8 @@ class QueryGenerator:
             where = self.filters([inner], self.rng.randint(0, 1))
             groups = ", ".join(inner.ref(k.name) for k in keys)
             sql = (
-                f"(SELECT {', '.join(inner.ref(k.name) for k in keys)}, {', '.join(aggs)} FROM {inner.source} AS {inner.alias}"
+                f"(SELECT {', '.join(inner.ref(k.name) for k in keys)}, {', '.join(aggs)} FROM {inner.source} "
+                f"AS {inner.alias}"
                 f"{' WHERE ' + ' AND '.join(where) if where else ''} GROUP BY {groups})"
             )
             rows = min(len(self.data.rows[table]), max(len(k.freq) for k in keys) * (3 if len(keys) > 1 else 1))
@@ -937,9 +938,15 @@ class QueryGenerator:
             inner = Rel("xi", t.source, t.columns, 1)
             filt = self.predicate(inner)
             if self.chance(0.5):
-                cond = f"{'NOT ' if self.chance(0.3) else ''}EXISTS (SELECT 1 FROM {t.source} xi WHERE xi.{key.name} = xo.{key.name} AND {filt})"
+                cond = (
+                    f"{'NOT ' if self.chance(0.3) else ''}EXISTS (SELECT 1 FROM {t.source} xi "
+                    f"WHERE xi.{key.name} = xo.{key.name} AND {filt})"
+                )
             else:
-                cond = f"xo.{key.name} {'NOT ' if self.chance(0.3) else ''}IN (SELECT xi.{key.name} FROM {t.source} xi WHERE {filt})"
+                cond = (
+                    f"xo.{key.name} {'NOT ' if self.chance(0.3) else ''}IN "
+                    f"(SELECT xi.{key.name} FROM {t.source} xi WHERE {filt})"
+                )
             items = [
                 f"xo.{c.name} AS {self.out_name(c.name)}" for c in self.rng.sample(t.columns, self.rng.randint(1, 3))
             ]
@@ -1029,7 +1036,8 @@ class QueryGenerator:
             where = []
             for alias, sql in blocks[1:]:
                 conds = [
-                    f"{self.pick(['b1', 'b' + str(self.rng.randint(1, int(alias[1:]) - 1))])}.{k.name} = {alias}.{k.name}"
+                    f"{self.pick(['b1', 'b' + str(self.rng.randint(1, int(alias[1:]) - 1))])}.{k.name} = "
+                    f"{alias}.{k.name}"
                     for k in keys
                 ]
                 if miss == "partial" and alias == blocks[-1][0]:
@@ -1090,8 +1098,9 @@ class QueryGenerator:
         orel = self.table(outer, alias="r")
         if self.chance(0.25):  # in WHERE instead
             m = self.pick(measures)
-            cond = f"r.{self.pick([c.name for c in orel.columns if c.type in NUMERIC])} < {sub(f'MAX({m.name})', buckets[0])}"
-            cond2 = f"r.{self.pick([c.name for c in orel.columns if c.type in NUMERIC])} >= {sub(f'MIN({m.name})', buckets[1])}"
+            numeric = [c.name for c in orel.columns if c.type in NUMERIC]
+            cond = f"r.{self.pick(numeric)} < {sub(f'MAX({m.name})', buckets[0])}"
+            cond2 = f"r.{self.pick(numeric)} >= {sub(f'MIN({m.name})', buckets[1])}"
             return (
                 f"SELECT r.{orel.columns[0].name} AS {self.out_name('r')} FROM {orel.source} r WHERE {cond} AND {cond2}"
             )
@@ -1266,7 +1275,10 @@ class QueryGenerator:
         join = self.pick(["JOIN", "LEFT JOIN", "RIGHT JOIN", "INNER JOIN"], [5, 3, 0.6, 1])
         # A LEFT join is split only with the skewed side preserved; mostly written that way.
         first, second = (big, other) if self.chance(0.75 if join == "LEFT JOIN" else 0.5) else (other, big)
-        from_sql = f"{first.source} {first.alias} {join} {second.source} {second.alias} ON {big.ref(key)} = {other.ref(ocol.name)}"
+        from_sql = (
+            f"{first.source} {first.alias} {join} {second.source} {second.alias} "
+            f"ON {big.ref(key)} = {other.ref(ocol.name)}"
+        )
         if self.chance(0.2):
             from_sql += f" AND {self.predicate(other)}"
         if self.chance(0.35):
@@ -1274,7 +1286,8 @@ class QueryGenerator:
             pairs = [(r, x, y) for r in rels for x, y in self.edges_between(r, third)]
             if pairs:
                 r, x, y = self.pick(pairs)
-                from_sql += f" {self.pick(['JOIN', 'LEFT JOIN'])} {third.source} {third.alias} ON {r.ref(x.name)} = {third.ref(y.name)}"
+                kind = self.pick(["JOIN", "LEFT JOIN"])
+                from_sql += f" {kind} {third.source} {third.alias} ON {r.ref(x.name)} = {third.ref(y.name)}"
                 rels.append(third)
         sql, _ = self.select_block(
             from_sql, rels, [], mode=self.pick(["plain", "group", "window"]), filters=(6, 3, 1, 0)

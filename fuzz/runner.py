@@ -321,7 +321,10 @@ class Runner:
         outcome.decisions = [d.to_dict() for r in result.rules for d in r.decisions if d.fired]
         sql = case.query.sql
         if not case.query.deterministic:
-            calls = lambda text: len(re.findall(r"\brand\s*\(", text, flags=re.I))
+
+            def calls(text: str) -> int:
+                return len(re.findall(r"\brand\s*\(", text, flags=re.I))
+
             outcome.kind = "skipped"
             if result.changed and calls(result.sql) > calls(sql):
                 outcome.kind = "nondeterministic_duplicated"
@@ -429,7 +432,8 @@ class Summary:
             f"optimizer exceptions (would fail the dbt run): {self.kinds['optimizer_raised']}",
             f"rand() duplicated: {self.kinds['nondeterministic_duplicated']}",
             f"optimized-only timeouts ({QUERY_TIMEOUT_SECONDS:.0f} s): {self.kinds['optimized_timeout']}",
-            f"original errors (generator bugs): {self.kinds['original_error']} (and {self.kinds['original_timeout']} timeouts)",
+            f"original errors (generator bugs): {self.kinds['original_error']} (and "
+            f"{self.kinds['original_timeout']} timeouts)",
             f"profiles rejected by config validation: {self.kinds['inputs_rejected']}",
             f"results over {BIG_RESULT_ROWS} rows: {self.big_results}",
             f"switched off by config: {self.switched_off}",

@@ -100,8 +100,8 @@ def context_for(case: Case, only_rule: str | None = None, rule_off: str | None =
 def fetched_for(sql: str, context: OptimizerContext, answer) -> dict:
     """What the adapter's pre-pass would hand the rules if every small side returned `answer`."""
     from dbt.adapters.hiveopt.optimizer.context import FetchedValues
-    from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
     from dbt.adapters.hiveopt.optimizer.pipeline import value_fetches
+    from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
 
     expression = prepare_query(sql, context.schema, context.default_db).expression
     fetches = value_fetches(

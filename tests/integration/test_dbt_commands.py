@@ -34,7 +34,9 @@ FILES = {
     "models/switched_off.sql": "{{ config(hiveopt={'enabled': false}) }}\n" + JOIN,
     "models/rule_off.sql": "{{ config(hiveopt={'rules': {'select_join_algorithms': false}}) }}\n" + JOIN,
     "models/verified.sql": "{{ config(hiveopt={'verify': true}) }}\n" + JOIN,
-    "models/unaliased.sql": "select count(*) from {{ ref('people') }} p join {{ ref('orders') }} o on o.person_id = p.id",
+    "models/unaliased.sql": (
+        "select count(*) from {{ ref('people') }} p join {{ ref('orders') }} o on o.person_id = p.id"
+    ),
     # No join, no subquery: no rule could rewrite it, so the optimizer does not even look.
     "models/one_table.sql": "select count(*) from {{ ref('people') }}",
     "models/schema.yml": """

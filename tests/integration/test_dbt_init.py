@@ -12,7 +12,6 @@ pytestmark = pytest.mark.integration
 
 def test_dbt_init_writes_a_session_profile(tmp_path):
     dbt = os.path.join(os.path.dirname(sys.executable), "dbt")
-    answers = tmp_path / "answers"
     from dbt.version import _get_adapter_plugin_names
 
     # Answers: the adapter (by its number in dbt's own list), the connection method (1: session),

@@ -52,7 +52,7 @@ def threads_project(root, source_db, stats_schema, connection):
             sources:
               - name: src
                 schema: {source_db}
-                tables: [{", ".join("{name: %s}" % s for s in SOURCES)}]
+                tables: [{", ".join(f"{{name: {s}}}" for s in SOURCES)}]
             """,
     }
     for i in range(MODELS):

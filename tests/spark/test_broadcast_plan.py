@@ -28,7 +28,8 @@ def tables(spark):
     spark.sql("DROP TABLE IF EXISTS bp.fact")
     spark.sql("DROP TABLE IF EXISTS bp.dim")
     spark.sql(
-        "CREATE TABLE bp.fact USING parquet AS SELECT id, id % 20000 AS dim_id, CAST(id % 100 AS DOUBLE) AS amount FROM range(200000)"
+        "CREATE TABLE bp.fact USING parquet AS SELECT id, id % 20000 AS dim_id, CAST(id % 100 AS DOUBLE) AS "
+        "amount FROM range(200000)"
     )
     spark.sql("""CREATE TABLE bp.dim USING parquet AS
                  SELECT id AS dim_id, IF(id % 1000 = 0, 'rare', 'common') AS category,

@@ -113,7 +113,8 @@ FIRING = {
     ),
     "semi join": ("SELECT f.v FROM prune_t.facts f LEFT SEMI JOIN prune_t.dims d ON f.s = d.s AND d.c = 'c'", {}),
     "small side in a CTE": (
-        "WITH picked AS (SELECT k FROM prune_t.dims WHERE c <> 'a') SELECT f.v FROM prune_t.facts f JOIN picked p ON f.k = p.k",
+        "WITH picked AS (SELECT k FROM prune_t.dims WHERE c <> 'a') SELECT f.v FROM prune_t.facts f JOIN picked "
+        "p ON f.k = p.k",
         {},
     ),
     "fact aggregated before the join": (
@@ -199,7 +200,8 @@ def test_does_not_fire(tables, sql, materialization, why):
 @pytest.mark.parametrize(
     "sql",
     [
-        "SELECT /*+ BROADCAST(d) */ f.v, d.c FROM prune_t.facts_by_k f JOIN prune_t.dims d ON f.k = d.k WHERE d.c = 'a'",
+        "SELECT /*+ BROADCAST(d) */ f.v, d.c FROM prune_t.facts_by_k f JOIN prune_t.dims d ON f.k = d.k WHERE "
+        "d.c = 'a'",
         "SELECT /*+ BROADCAST(d) */ a.k, a.total FROM (SELECT k, SUM(v) AS total FROM prune_t.facts_by_k GROUP BY k) a "
         "JOIN prune_t.dims d ON a.k = d.k WHERE d.c = 'a'",
     ],
@@ -247,7 +249,8 @@ SEMI_JOIN = {
     ),
     "null-supplying side of a LEFT join, small side in a CTE": (
         "WITH picked AS (SELECT k, c FROM prune_t.dims WHERE c <> 'a') "
-        "SELECT p.k AS pk, p.c, a.total FROM picked p LEFT JOIN (SELECT k, SUM(v) AS total FROM prune_t.facts GROUP BY k) a "
+        "SELECT p.k AS pk, p.c, a.total FROM picked p LEFT JOIN (SELECT k, SUM(v) AS total FROM prune_t.facts "
+        "GROUP BY k) a "
         "ON a.k = p.k"
     ),
 }

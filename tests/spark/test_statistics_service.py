@@ -79,7 +79,8 @@ def test_a_big_table_is_read_from_a_sample_and_scaled_up(spark):
     stays exact, NDVs of unique columns, null counts and heavy hitters are scaled, all estimated."""
     spark.sql("DROP TABLE IF EXISTS st.big")
     spark.sql("""CREATE TABLE st.big USING parquet AS
-                 SELECT id, IF(id % 10 < 8, 1, id % 100) AS k, IF(id % 4 = 0, NULL, id % 1000) AS m FROM range(400000)""")
+                 SELECT id, IF(id % 10 < 8, 1, id % 100) AS k, IF(id % 4 = 0, NULL, id % 1000) AS m
+                 FROM range(400000)""")
     statements = []
 
     def execute(sql):
@@ -114,7 +115,8 @@ def test_views_have_no_statistics(spark, stats_table):
 def test_values_with_quotes_are_stored_as_literals(spark):
     spark.sql("DROP TABLE IF EXISTS st.quotes")
     spark.sql(
-        """CREATE TABLE st.quotes USING parquet AS SELECT * FROM VALUES ('it''s'), ('back\\\\slash'), ('it''s') AS t(s)"""
+        """CREATE TABLE st.quotes USING parquet AS
+           SELECT * FROM VALUES ('it''s'), ('back\\\\slash'), ('it''s') AS t(s)"""
     )
     s = service(spark)
     s.gather("st.quotes", key_columns=["s"])

@@ -54,7 +54,7 @@ def test_values_that_convert_are_written_canonically(value, data_type, typed):
 
 def test_no_null_ever_reaches_a_key_list():
     literals, dropped = key_literals([None, "hot", None, "it's"], "string")
-    assert [l.sql("spark") for l in literals] == ["'hot'", "'it\\'s'"] and len(dropped) == 2
+    assert [literal.sql("spark") for literal in literals] == ["'hot'", "'it\\'s'"] and len(dropped) == 2
 
 
 def test_model_settings_problems_are_listed_and_ignored():

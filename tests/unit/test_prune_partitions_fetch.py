@@ -29,7 +29,10 @@ def _fetches(sql, context):
 
 
 def test_a_cte_small_side_is_fetched_with_its_definition():
-    sql = "WITH picked AS (SELECT day FROM sales.days WHERE year = 2020) SELECT e.amount FROM sales.events e JOIN picked p ON e.day = p.day"
+    sql = (
+        "WITH picked AS (SELECT day FROM sales.days WHERE year = 2020) "
+        "SELECT e.amount FROM sales.events e JOIN picked p ON e.day = p.day"
+    )
     (fetch,) = _fetches(sql, _context(sql))
     assert fetch.values_query.sql(DIALECT) == (
         "WITH picked AS (SELECT days.day AS day FROM sales.days AS days WHERE days.year = 2020) "
@@ -95,8 +98,8 @@ def test_on_a_thrift_connection_the_fetch_fails_and_a_semi_join_filter_goes_belo
     assert all("needs the session method" in v.error for v in context.fetched_values.values())
     result = optimize(sql, context)
     assert (
-        "a.day IN (SELECT /*+ BROADCAST(d) */ d.day AS k FROM sales.days AS d WHERE d.year = 2020 AND NOT d.day IS NULL)"
-        in result.sql
+        "a.day IN (SELECT /*+ BROADCAST(d) */ d.day AS k FROM sales.days AS d WHERE d.year = 2020 AND NOT d.day "
+        "IS NULL)" in result.sql
     )
     (rule,) = [r for r in result.rules if r.rule == RULE]
     assert [d.reason for d in rule.decisions if d.fired][0].endswith(

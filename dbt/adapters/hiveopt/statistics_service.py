@@ -345,7 +345,8 @@ def statistics_from_rows(
     (4, 2.0, 1)
     >>> stats.column("k").heavy_hitters, stats.column("k").histogram, (stats.column("k").min, stats.column("k").max)
     ([(1, 2.0), (2, 1.0)], [1, 1, 2], (1, 2))
-    >>> stats.column("name").heavy_hitters, stats.column("name").avg_width.value, stats.column("name").ndv.precision.name
+    >>> name = stats.column("name")
+    >>> name.heavy_hitters, name.avg_width.value, name.ndv.precision.name
     ([('a', 2.0), ('bb', 1.0)], 1.333, 'EXACT')
     """
     stats = TableStats(

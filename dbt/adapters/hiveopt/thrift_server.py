@@ -78,7 +78,8 @@ def start(home: str, port: int | None = None, cores: int = 2, memory: str = "2g"
         "--conf",
         f"spark.sql.warehouse.dir={os.path.join(home, 'warehouse')}",
         "--conf",
-        f"spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;databaseName={os.path.join(home, 'metastore_db')};create=true",
+        "spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;"
+        f"databaseName={os.path.join(home, 'metastore_db')};create=true",
         "--conf",
         "spark.ui.enabled=false",
         "--conf",

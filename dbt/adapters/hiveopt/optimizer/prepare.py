@@ -154,7 +154,7 @@ def _guard_invented_field_access(original: exp.Expression, qualified: exp.Expres
     >>> prepare_query("SELECT a.k FROM db.a AS a ANTI JOIN db.dk AS dk ON a.k = dk.k", schema)
     Traceback (most recent call last):
     ...
-    dbt.adapters.hiveopt.optimizer.prepare.UnsupportedQuery: cannot qualify: a column read as a field of another column (a SEMI or ANTI join's alias that is also a column name)
+    dbt.adapters.hiveopt.optimizer.prepare.UnsupportedQuery: cannot qualify: a column read as a field of ...
     """
     if len(list(qualified.find_all(exp.Dot))) > len(list(original.find_all(exp.Dot))):
         raise UnsupportedQuery(

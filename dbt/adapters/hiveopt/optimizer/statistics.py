@@ -10,7 +10,8 @@ ABSENT is never read as 0 or as small: arithmetic with an absent operand is abse
 True
 >>> TableStats.from_dict({"row_count": 10, "columns": {"a": {"ndv": 3}}}).columns["a"].ndv.value
 3.0
->>> TableStats.from_dict({"row_count": 10, "columns": {"k": {"heavy_hitters": [[None, 9], ["hot", 8]]}}}).column("k").heavy_hitters
+>>> payload = {"row_count": 10, "columns": {"k": {"heavy_hitters": [[None, 9], ["hot", 8]]}}}
+>>> TableStats.from_dict(payload).column("k").heavy_hitters
 [('hot', 8.0)]
 >>> try:
 ...     TableStats.from_dict({"row_count": "many"})
