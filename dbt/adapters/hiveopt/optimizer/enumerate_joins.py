@@ -111,9 +111,14 @@ def csg_cmp_pairs(n: int, adj: list[int], max_pairs: int = MAX_DP_PAIRS) -> list
     return pairs
 
 
-def _dpccp(n: int, adj: list[int], leaf, join, max_pairs: int) -> tuple[dict[int, Plan], dict[int, Plan]]:
+def _dpccp(
+    n: int, adj: list[int], leaf, join, max_pairs: int, commutative: bool = False
+) -> tuple[dict[int, Plan], dict[int, Plan]]:
     """The best plan of every connected subset, bushy and left-deep, in one pass over the pairs:
-    a left-deep plan of a set is a left-deep plan of all but one relation joined to that one."""
+    a left-deep plan of a set is a left-deep plan of all but one relation joined to that one.
+    `commutative`: join(a, b) costs what join(b, a) costs, so only the first is built (the first
+    of two equal costs is the one kept either way)."""
+    orientations = 1 if commutative else 2
     best: dict[int, Plan] = {1 << i: leaf(i) for i in range(n)}
     deep: dict[int, Plan] = dict(best)
     pairs = csg_cmp_pairs(n, adj, max_pairs)
@@ -127,14 +132,14 @@ def _dpccp(n: int, adj: list[int], leaf, join, max_pairs: int) -> tuple[dict[int
     for s1, s2 in sorted(pairs, key=lambda p: bin(p[0] | p[1]).count("1")):
         if s1 not in best or s2 not in best:
             continue
-        for left, right in ((best[s1], best[s2]), (best[s2], best[s1])):
+        for left, right in ((best[s1], best[s2]), (best[s2], best[s1]))[:orientations]:
             keep(best, join(left, right))
         for rest, one in ((s1, s2), (s2, s1)):
             if one & (one - 1) == 0 and rest in deep:  # `one` is a single relation
                 if rest & (rest - 1) == 0:
                     keep(deep, best[s1 | s2])  # two relations: every plan is left-deep
                     break
-                for left, right in ((deep[rest], deep[one]), (deep[one], deep[rest])):
+                for left, right in ((deep[rest], deep[one]), (deep[one], deep[rest]))[:orientations]:
                     keep(deep, join(left, right))
     return best, deep
 
@@ -156,8 +161,9 @@ def _components(n: int, adj: list[int]) -> list[int]:
     return out
 
 
-def _goo(plans: list[Plan], adj: list[int], join) -> Plan:
-    """Greedy: join the connected pair with the cheapest result until one plan is left."""
+def _goo(plans: list[Plan], adj: list[int], join, commutative: bool = False) -> Plan:
+    """Greedy: join the connected pair with the cheapest result until one plan is left
+    (`commutative`: each pair in one orientation only, as in _dpccp)."""
     plans = list(plans)
     while len(plans) > 1:
         best: tuple[float, int, int, Plan] | None = None
@@ -165,7 +171,7 @@ def _goo(plans: list[Plan], adj: list[int], join) -> Plan:
             neighbours = 0
             for r in _bits(plans[i].relations):
                 neighbours |= adj[r]
-            for j in range(len(plans)):
+            for j in range(i + 1 if commutative else 0, len(plans)):
                 if i == j or not (neighbours & plans[j].relations):
                     continue
                 candidate = join(plans[i], plans[j])
@@ -184,9 +190,11 @@ def best_plans(
     leaf: Callable[[int], Plan],
     join: Callable[[Plan, Plan], Plan],
     max_pairs: int = MAX_DP_PAIRS,
+    commutative: bool = False,
 ) -> tuple[Plan, Plan, str]:
     """The cheapest plan joining all n relations, the cheapest left-deep one (a join of two
-    multi-relation plans costs infinity there), and the method that found them."""
+    multi-relation plans costs infinity there), and the method that found them. `commutative`:
+    the caller's join costs the same in both orientations (half the joins are then built)."""
 
     def deep_join(left: Plan, right: Plan) -> Plan:
         plan = join(left, right)
@@ -208,14 +216,14 @@ def best_plans(
             if n > MAX_DP_RELATIONS:
                 raise _Budget()
             best, best_deep = _dpccp(
-                n, [a if (component >> i & 1) else 0 for i, a in enumerate(adj)], leaf, join, max_pairs
+                n, [a if (component >> i & 1) else 0 for i, a in enumerate(adj)], leaf, join, max_pairs, commutative
             )
             bushy.append(best[component])
             deep.append(best_deep[component])
         except _Budget:
             method = "greedy"
-            bushy.append(_goo([leaf(i) for i in members], adj, join))
-            deep.append(_goo([leaf(i) for i in members], adj, deep_join))
+            bushy.append(_goo([leaf(i) for i in members], adj, join, commutative))
+            deep.append(_goo([leaf(i) for i in members], adj, deep_join, commutative))
     method = method if len(components) == 1 else method + "+cross products"
     return _cross(bushy, join), _cross(deep, deep_join), method
 

@@ -93,6 +93,7 @@ class _Planner:
             divisor = None if ndv_a.is_absent or ndv_b.is_absent else max(ndv_a.value, ndv_b.value, 1.0)
             self.edges.append((1 << a, 1 << b, divisor, (f"{ca.table}.{ca.name}", f"{cb.table}.{cb.name}")))
         self.complex_masks = [self._mask(read) for read, _ in graph.complex_predicates]
+        self._crossings: dict[tuple[int, int], tuple[list[tuple[str, str]], list[float | None], int]] = {}
 
     def _column(self, node: str, column: exp.Column):
         leaf = self.leaves[self.index[node]]
@@ -116,6 +117,24 @@ class _Planner:
             ),
         )
 
+    def _crossing(self, lr: int, rr: int) -> tuple[list[tuple[str, str]], list[float | None], int]:
+        """(key pairs, their NDV divisors, other predicates) between two disjoint sets of relations:
+        the same for every plan of the two sets, so read once per pair of sets."""
+        found = self._crossings.get((lr, rr))
+        if found is None:
+            union = lr | rr
+            keys: list[tuple[str, str]] = []
+            divisors: list[float | None] = []
+            for a, b, divisor, key in self.edges:
+                if (a & lr and b & rr) or (a & rr and b & lr):
+                    divisors.append(divisor)
+                    keys.append(key)
+            crossing = sum(
+                1 for mask in self.complex_masks if mask & union == mask and mask & lr != mask and mask & rr != mask
+            )
+            found = self._crossings[(lr, rr)] = (keys, divisors, crossing)
+        return found
+
     def _input(self, plan: Plan) -> JoinInput:
         shape: PlanShape = plan.info
         buildable = shape.hintable or shape.spark_bytes <= self.model.broadcast_threshold_bytes
@@ -123,23 +142,14 @@ class _Planner:
 
     def join(self, left: Plan, right: Plan) -> Plan:
         lr, rr = left.relations, right.relations
-        union = lr | rr
-        keys: list[tuple[str, str]] = []
-        divisors: list[float | None] = []
-        for a, b, divisor, key in self.edges:
-            if (a & lr and b & rr) or (a & rr and b & lr):
-                divisors.append(divisor)
-                keys.append(key)
-        crossing = sum(
-            1 for mask in self.complex_masks if mask & union == mask and mask & lr != mask and mask & rr != mask
-        )
+        keys, divisors, crossing = self._crossing(min(lr, rr), max(lr, rr))
         rows = join_cardinality(left.rows, right.rows, divisors, crossing)
         width = left.info.width + right.info.width
         cost, algorithm, partitioning = self.model.join_cost(self._input(left), self._input(right), keys, rows * width)
         # Spark sizes a join without column statistics as the product of its inputs' sizes.
         spark_bytes = left.info.spark_bytes * right.info.spark_bytes
         return Plan(
-            union,
+            lr | rr,
             left,
             right,
             rows=rows,
@@ -269,7 +279,11 @@ def _reorder_run(
         file_bytes.append(math.prod(_file_bytes(part, estimator.statistics) for part in parts))
     planner = _Planner(graph, leaves, widths, model, bucketed, file_bytes)
     written = planner.written()
-    bushy, left_deep, method = best_plans(len(graph.aliases), planner.adj, planner.leaf, planner.join, MAX_DP_PAIRS)
+    # The cost model's join_cost is symmetric (the smaller buildable side is built, both sides are
+    # shuffled): each pair of sets is joined in one orientation only.
+    bushy, left_deep, method = best_plans(
+        len(graph.aliases), planner.adj, planner.leaf, planner.join, MAX_DP_PAIRS, commutative=True
+    )
     best = bushy if bushy.cost * BUSHY_MIN_GAIN <= left_deep.cost else left_deep
     details = dict(
         block=label,
