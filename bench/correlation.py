@@ -153,12 +153,7 @@ def main() -> int:
             f"{q['original']:12.2f} {q['off']:8.2f} {q['on']:7.2f} {q['original'] / q['on']:5.2f}x "
             f"{q['off'] / q['on']:5.2f}x | {equal}"
         )
-        decisions[model] = [
-            d
-            for r in rec["rules"]
-            if r["rule"] in CORRELATION_RULES + ("reuse_repeated_subqueries",)
-            for d in r["decisions"]
-        ]
+        decisions[model] = [d for r in rec["rules"] if r["rule"] in CORRELATION_RULES for d in r["decisions"]]
         identical = harness.record(OFF, model)["optimized_sql"] == rec["optimized_sql"]
         if rule == "-" and q["on"] > 1.05 * q["off"] and not identical:
             misses.append(

@@ -85,6 +85,12 @@ def test_profile_problems_are_an_error():
     assert validate_settings({"stats": {"schema": "x; drop"}})[1]
 
 
+def test_a_retired_rule_switch_is_accepted_and_ignored():
+    """reuse_repeated_subqueries left the rule list (it rewrote nothing); profiles that name it pass."""
+    assert validate_settings({"rules": {"reuse_repeated_subqueries": False}}) == ({"rules": {}}, [])
+    assert "unknown rule 'reuse'" in validate_settings({"rules": {"reuse": False}})[1][0]
+
+
 @pytest.mark.parametrize(
     "payload",
     [

@@ -1,6 +1,6 @@
 {{ config(hiveopt={'rules': {'merge_correlated_aggregates': var('corr_rules', true), 'merge_sibling_aggregates': var('corr_rules', true)}}) }}
 -- TPC-DS q95's shape on TPC-H: a CTE (a self-join of lineitem: orders shipped by two suppliers)
--- read twice; reuse_repeated_subqueries leaves it to Spark's exchange reuse.
+-- read twice; no rule rewrites it: Spark's exchange reuse runs its shuffles once (docs/rules/exchange_reuse.md).
 with multi_supplier as (
     select l1.l_orderkey as orderkey, l1.l_suppkey as suppkey
     from {{ source('tpch', 'lineitem') }} l1
