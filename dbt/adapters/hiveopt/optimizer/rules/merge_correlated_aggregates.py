@@ -1,64 +1,7 @@
 """Merge an aggregate joined back to its own input into a window over one pass (Hive's
 Correlation Optimizer, input correlation; YSmart).
 
-Two shapes, both "the same relation read twice, once to aggregate per key, once row by row":
-
-A. a derived table that aggregates relation T per key, inner-joined back to T on every key::
-
-       SELECT ... FROM (SELECT k, avg(v) AS a FROM T WHERE F GROUP BY k) s JOIN T o ON s.k = o.k WHERE F' ...
-   ->  SELECT ... FROM (SELECT o.k, o.v, AVG(o.v) OVER (PARTITION BY o.k) AS _hiveopt_0
-                        FROM T AS o WHERE F AND o.k IS NOT NULL) AS o WHERE F' ...
-
-B. a correlated scalar subquery over T compared with rows of T (TPC-H Q17, TPC-DS q1/q30/q81)::
-
-       ... FROM T o, P WHERE o.k = P.k AND o.x < (SELECT 0.2 * avg(x) FROM T WHERE T.k = P.k)
-   ->  ... FROM (SELECT o.k, o.x, 0.2 * AVG(o.x) OVER (PARTITION BY o.k) AS _hiveopt_0 FROM T AS o) AS o, P
-       WHERE o.k = P.k AND o.x < o._hiveopt_0
-
-   or, where the outer block's other relations (P) join T on the key only, the window over the
-   outer block's whole join (WinMagic's form; TPC-H Q2, whose subquery joins several relations
-   that the outer block joins too, and Q17, where P's filter leaves few rows)::
-
-   ->  ... FROM (SELECT o.x, ..., 0.2 * AVG(o.x) OVER (PARTITION BY o.k) AS _hiveopt_1
-                 FROM T o, P WHERE o.k = P.k AND <P's filters>) AS _hiveopt_0 WHERE _hiveopt_0.x < _hiveopt_0._hiveopt_1
-
-   Every row of key k then repeats once per matching row of P: the same number of times for all
-   of them, so MIN, MAX and AVG keep their values (SUM and COUNT would not: they take the first
-   form), and a key without a match has no outer row to compare. Measured on TPC-H SF 1 (SELECT
-   alone, medians of 5): Q2 2.02 s as written, 1.01 s (1.99x); Q17 2.85 s, 0.96 s (2.96x).
-
-Hive's join-type rule also lets shape A's aggregate be the null-supplying side of an outer join
-to its input (`T o LEFT JOIN (agg of T) s ON s.k = o.k`, or `(agg of T) s RIGHT JOIN T o ON ...`
-as the block's first join; the ON clause only the key equalities):
-every row of T finds its group but a NULL-key row, so the window keeps those rows and returns
-NULL for them. The aggregate on the preserved side is the wrong side (its NULL-key group stays).
-
-Valid only when: the outer block joins inner only, but for that LEFT JOIN (no outer join decides
-which rows survive);
-it reads the aggregate's relations with every filter and join condition of the subquery; the
-aggregate's filters are all filters of the outer relation too (the window sees exactly the
-rows the aggregate saw, and the outer rows are among them, so no group is empty), and the outer
-relation has no filter of its own beyond them except on the keys (Spark pushes such a filter
-into the outer read of the input, through its aggregate; the window would read the input whole:
-measured 2.1x slower on TPC-H SF 1); it reads one
-relation (table or CTE) with no LIMIT, HAVING, DISTINCT, window or nested subquery; its aggregates
-are ones Spark computes as windows (no DISTINCT); nothing non-deterministic. NULL keys: the inner
-join of A drops them (`k IS NOT NULL` in the window block); the scalar subquery of B returns NULL
-for them (a CASE returns NULL). COUNT is not merged in shape B (0, not NULL, on no match).
-
-By cost: the window shuffles and sorts the input once (or the outer block's join, in the second
-form of B, whichever has fewer rows); the original computes it twice and Spark
-shuffles only the small aggregate. But Spark runs identical exchanges of the two reads once
-(exchange reuse), so the second computation repeats only the work above the input's last
-exchanges (correlation.last_stage): a table's scan; an aggregate's final merge when an exchange
-sits under it (its input is not hash-partitioned on its grouping keys); a sort-merge join's sorts
-and merge, and the aggregate on it when it groups by the join key. The rule fires only when that
-repeated work costs more than the window's shuffle. Measured on TPC-H SF 1 (medians of 3, SELECT
-alone): a CTE grouping lineitem JOIN orders by custkey, nationkey (the final aggregate behind a
-reused exchange) ran 5.38 s as written, 5.50 s as a window (0.98x): not fired; the same join
-grouped by orderkey (no exchange between join and aggregate) 7.33 s against 5.06 s (1.45x), and
-its Hive example 1 form 7.75 s against 5.17 s (1.50x): fired. Over a plain table the second scan
-is cheap (9.5 s both ways over 10M rows).
+What it does, when it fires and what was measured: docs/rules/merge_correlated_aggregates.md.
 
 >>> from dbt.adapters.hiveopt.optimizer import OptimizerContext, optimize, StatsCatalog
 >>> schema = {"db": {"f": {"k": "int", "v": "double"}, "d": {"k": "int", "g": "string"}}}
@@ -134,6 +77,26 @@ Plan = Callable[[], None]
 def merge_correlated_aggregates(
     expression: exp.Expression, schema, estimator: Estimator, cost_model: CostModel, log: DecisionLog
 ) -> exp.Expression:
+    """Rewrite each aggregate joined back to its own input (a derived table, or a correlated
+    scalar subquery) as a window over one read, where the cost model says a second read costs
+    more than the window's shuffle. Details: docs/rules/merge_correlated_aggregates.md.
+
+    >>> from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
+    >>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
+    >>> schema = {"db": {"f": {"k": "int", "v": "double"}, "d": {"k": "int", "g": "string"}}}
+    >>> stats = StatsCatalog.from_dict({"db.f": {"row_count": 10**8, "columns": {"k": {"ndv": 10**6}}},
+    ...     "db.d": {"row_count": 10**6, "columns": {"k": {"ndv": 10**6}, "g": {"ndv": 10}}}})
+    >>> sql = ("WITH s AS (SELECT f.k, d.g, SUM(f.v) AS t FROM db.f JOIN db.d ON f.k = d.k GROUP BY f.k, d.g) "
+    ...        "SELECT s1.k FROM s s1 WHERE s1.t > (SELECT 1.2 * AVG(s2.t) FROM s s2 WHERE s2.g = s1.g)")
+    >>> expression = prepare_query(sql, schema).expression
+    >>> estimator, log = Estimator(expression, schema, stats), DecisionLog("merge_correlated_aggregates")
+    >>> print(merge_correlated_aggregates(expression, schema, estimator, CostModel(10 * 2**20), log).sql())
+    ... # doctest: +NORMALIZE_WHITESPACE
+    WITH s AS (SELECT f.k AS k, d.g AS g, SUM(f.v) AS t FROM db.f AS f JOIN db.d AS d ON f.k = d.k
+    GROUP BY f.k, d.g) SELECT s1.k AS k FROM (SELECT s1.g AS g, s1.k AS k, s1.t AS t, CASE WHEN s1.g IS NULL
+    THEN NULL ELSE 1.2 * AVG(s1.t) OVER (PARTITION BY s1.g) END AS _hiveopt_0 FROM s AS s1) AS s1
+    WHERE s1.t > (s1._hiveopt_0)
+    """
     decided: set[str] = set()
     for _ in range(MAX_REWRITES):
         plan = _next_rewrite(expression, schema, estimator, cost_model, log, decided)

@@ -1,36 +1,7 @@
 """Merge sibling aggregations over the same input into one pass with conditional aggregates
 (Hive's Correlation Optimizer, input correlation between siblings; TPC-DS q28 / q88 shapes).
 
-Derived tables of one block that aggregate the same input (the same FROM and joins, written
-alike) with different WHERE filters, and that the block combines by a cross join (aggregates
-without GROUP BY: one row each) or by an inner join on every one of their common grouping keys,
-become one derived table:
-
-    SELECT ... FROM (SELECT AVG(x) AS a FROM T WHERE C AND R1) b1, (SELECT COUNT(x) AS c FROM T WHERE C AND R2) b2
- -> SELECT ... FROM (SELECT AVG(x) FILTER (WHERE R1) AS a, COUNT(x) FILTER (WHERE R2) AS c
-                     FROM T WHERE C AND (R1 OR R2)) b1
-
-Conjuncts every sibling shares stay in WHERE, the rest become FILTER clauses, and WHERE keeps
-their OR (rows no sibling reads are not read). Per key, the inner join keeps only keys every
-sibling has, and no NULL key: the merged block filters NULL keys and keeps a group only when
-each sibling's own rows are in it (HAVING COUNT(*) FILTER (WHERE Ri) > 0). Each aggregate sees
-exactly the rows it saw before; an empty sibling still yields its one row (scalar case).
-DISTINCT aggregates take FILTER clauses too (Spark carries each filter as a flag of one Expand;
-measured with three 1M-row ranges of a 10M-row table: 1.15x with a nearly unique column, 2.2x
-with 1000 distinct values); scalar siblings whose DISTINCT aggregates all count one expression
-are then grouped by it first, which needs no Expand (`_group_by_distinct_first`). Not merged:
-HAVING, LIMIT, SELECT DISTINCT, windows, nested subqueries, FILTER clauses already there,
-non-deterministic expressions, outer joins in the block.
-
-Uncorrelated scalar subqueries of one block over the same input with different filters (TPC-DS
-q9) get the shared WHERE and FILTER clauses; in the SELECT list of a block that does not
-aggregate they then become one cross-joined derived table (`_join_scalar_siblings`), elsewhere
-they keep their places and Spark's own MergeScalarSubqueries computes them in one scan (see
-`_widen_scalar_siblings`).
-
-Measured here (issue 4): two GROUP BY aggregates of one 10M-row table joined on their key ran
-5.4 s, one aggregate with FILTER clauses 3.3 s; the input is read once instead of once per
-sibling, so the rule needs no statistics to know it gains.
+What it does, when it fires and what was measured: docs/rules/merge_sibling_aggregates.md.
 
 >>> from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, optimize
 >>> from dbt.adapters.hiveopt.optimizer.cost_model import CostModel
@@ -98,6 +69,22 @@ class _Sibling:
 def merge_sibling_aggregates(
     expression: exp.Expression, estimator: Estimator, cost_model: CostModel, log: DecisionLog
 ) -> exp.Expression:
+    """Merge aggregations of one input under different filters into one pass with FILTER clauses
+    (derived-table siblings, and uncorrelated scalar subqueries of one block). Needs no
+    statistics. Details: docs/rules/merge_sibling_aggregates.md.
+
+    >>> from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
+    >>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
+    >>> schema = {"db": {"t": {"q": "int", "p": "double"}}}
+    >>> sql = ("SELECT b1.a, b2.c FROM (SELECT AVG(p) AS a FROM db.t WHERE q < 5) b1, "
+    ...        "(SELECT COUNT(p) AS c FROM db.t WHERE q >= 5) b2")
+    >>> expression = prepare_query(sql, schema).expression
+    >>> estimator, log = Estimator(expression, schema, StatsCatalog()), DecisionLog("merge_sibling_aggregates")
+    >>> print(merge_sibling_aggregates(expression, estimator, CostModel(10 * 2**20), log).sql())
+    ... # doctest: +NORMALIZE_WHITESPACE
+    SELECT b1.a AS a, b1.c AS c FROM (SELECT AVG(t.p) FILTER(WHERE t.q < 5) AS a,
+    COUNT(t.p) FILTER(WHERE t.q >= 5) AS c FROM db.t AS t WHERE t.q < 5 OR t.q >= 5) AS b1
+    """
     decided: set[str] = set()
     for _ in range(MAX_REWRITES):
         if not _merge_once(expression, estimator, cost_model, log, decided):

@@ -1,36 +1,7 @@
 """Prune the big side of a join with the small side's key values (Hive's map-join partition
 pruning, HIVE-5119, and its extension to unpartitioned tables).
 
-A big table (or a derived table / CTE over one) joined on a column to a filtered small side reads
-only the rows whose key the small side holds. For builds that run now (table, incremental), the
-adapter fetches the small side's distinct key values before the rules run (`plan_value_fetches`
-says which queries; bounded count and time), and this rule wraps the big side's reference:
-
-    JOIN db.fact AS f ON ...   ->   JOIN (SELECT * FROM db.fact AS f WHERE f.k IN (1, 7, 9)) AS f ON ...
-
-(or `f.k BETWEEN low AND high` when the list is longer than the bound, `FALSE` when the small
-side is empty). Spark pushes the literals to the scan: partitions of a table partitioned on the
-key are pruned, and the Parquet reader skips row groups by their min/max when the files are
-sorted by the key (declared in `sorted_keys`). Below an aggregate by the key the filter wins on
-any table: the aggregate reads only the rows that can match.
-
-When no literals can be written (the values were not fetched: a Thrift or Connect connection, a
-timeout, `prune_fetch_values: false`; or too many values for a list or a range), a big side
-aggregated by the key gets a semi-join filter instead, `a.k IN (SELECT /*+ BROADCAST(d) */ d.k
-FROM d WHERE <its filters>)`, which Spark runs as a broadcast semi join below the aggregate.
-Where the big side is read as is, that filter measured slower (the join already filters it), so
-the rule leaves it to Spark and says so.
-
-Why it keeps results: the filter keeps every big-side row whose key the small side holds after
-the small side's own filters, and a row whose key it does not hold matches nothing in the join
-(NULL keys never match an equi-join; they are left out of the list). The big side is an inner or
-semi join's side, or the null-supplying side of a LEFT join: never a preserved side. The small
-side's WHERE filters are used only when the block has no RIGHT or FULL join.
-
-Where Spark's own dynamic partition pruning already prunes (a table partitioned on the key, read
-as is or aggregated by the key, joined to a small side Spark broadcasts), the rule leaves the work
-to Spark and says so.
-Never for views: a stored definition must not depend on today's data.
+What it does, when it fires and what was measured: docs/rules/prune_partitions_from_small_side.md.
 
 >>> from dbt.adapters.hiveopt.optimizer import OptimizerContext, optimize
 >>> from dbt.adapters.hiveopt.optimizer.context import FetchedValues, ValueFetch
@@ -144,6 +115,27 @@ def prune_partitions_from_small_side(
     fetched_values: dict[str, FetchedValues],
     log: DecisionLog,
 ) -> exp.Expression:
+    """Filter the big side of a join by the small side's key values that the pre-pass
+    (plan_value_fetches) fetched: an IN-list, a BETWEEN, or a semi-join filter where no values
+    came. Details: docs/rules/prune_partitions_from_small_side.md.
+
+    >>> from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
+    >>> from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
+    >>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
+    >>> schema = {"db": {"f": {"k": "int", "v": "double"}, "d": {"k": "int", "c": "string"}}}
+    >>> stats = StatsCatalog.from_dict({
+    ...     "db.f": {"row_count": 10**8, "size_bytes": 2 * 10**9, "columns": {"k": {"ndv": 10**6}}},
+    ...     "db.d": {"row_count": 10**6, "columns": {"k": {"ndv": 10**6}, "c": {"ndv": 1000}}}})
+    >>> sql = "SELECT f.v, d.c FROM db.f JOIN db.d ON f.k = d.k WHERE d.c = 'x'"
+    >>> expression = prepare_query(sql, schema).expression
+    >>> estimator, config = Estimator(expression, schema, stats), OptimizerConfig(sorted_keys={"db.f": ["k"]})
+    >>> (fetch,) = plan_value_fetches(expression, estimator, config, "table", {})
+    >>> fetched, log = {fetch.key: FetchedValues(values=[3, 1, 2])}, DecisionLog("prune_partitions_from_small_side")
+    >>> print(prune_partitions_from_small_side(expression, estimator, config, "table", {}, fetched, log).sql())
+    ... # doctest: +NORMALIZE_WHITESPACE
+    SELECT f.v AS v, d.c AS c FROM (SELECT * FROM db.f AS f WHERE f.k IN (1, 2, 3)) AS f
+    JOIN db.d AS d ON f.k = d.k WHERE d.c = 'x'
+    """
     if materialization not in BUILDS_THAT_RUN_NOW:
         if expression.find(exp.Join) is not None:
             log.skipped(f"materialized as {materialization}: a stored definition must not depend on today's data")

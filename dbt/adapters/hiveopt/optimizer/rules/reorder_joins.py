@@ -1,25 +1,6 @@
 """Reorder inner joins by cost (Hive's Calcite CBO, phase 1).
 
-For each SELECT block, the leading run of inner joins (see join_graph) is planned again: leaf
-estimates after local filters and join sizes (join_cardinality) from the estimator, costs from
-the data-movement cost model, the order from the enumerator (exact DP over connected subgraphs,
-greedy beyond). The block is rewritten only when the best tree is cheaper
-than the written order by a margin. ON predicates go to the lowest join where everything they
-read is joined; projections, WHERE filters, GROUP BY and the barrier joins stay as written, so
-the output columns and their order do not change. Runs after a barrier are planned with the
-joins before it as one node. Without statistics for every relation of a run, its written order
-stays and the record says why.
-
->>> from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, optimize, StatsCatalog
->>> schema = {"db": {"f": {"k": "int", "d": "int"}, "d1": {"k": "int", "v": "string"}, "d2": {"d": "int"}}}
->>> stats = StatsCatalog.from_dict({
-...     "db.f": {"row_count": 10**9, "columns": {"k": {"ndv": 10**6}, "d": {"ndv": 10**6}}},
-...     "db.d1": {"row_count": 10**6, "columns": {"k": {"ndv": 10**6}, "v": {"ndv": 10**6}}},
-...     "db.d2": {"row_count": 10**6, "columns": {"d": {"ndv": 10**6}}}})
->>> sql = "SELECT d1.v FROM db.d2 JOIN db.d1 ON 1 = 1 JOIN db.f ON f.k = d1.k AND f.d = d2.d WHERE d1.v = 'x'"
->>> config = OptimizerConfig(rules={"select_join_algorithms": False})
->>> print(optimize(sql, OptimizerContext(schema=schema, statistics=stats, config=config)).sql)
-SELECT d1.v AS v FROM db.d1 AS d1 JOIN db.f AS f ON f.k = d1.k AND 1 = 1 JOIN db.d2 AS d2 ON f.d = d2.d WHERE d1.v = 'x'
+What it does, when it fires and what was measured: docs/rules/reorder_joins.md.
 """
 
 from __future__ import annotations

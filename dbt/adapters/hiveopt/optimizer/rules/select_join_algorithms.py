@@ -1,24 +1,6 @@
 """Pick each join's algorithm from estimated sizes (Hive's auto map-join conversion).
 
-Spark broadcasts a relation only when its *unfiltered* size is under 10 MB, or at run time after
-the big side has already been shuffled. We estimate each build side after its filters and
-aggregates (rows x width of the columns the query reads) and add, as AST hint nodes:
-- BROADCAST(alias) when the build side fits under the broadcast threshold and is not the bigger
-  side (a join result counts as bigger: Spark cannot build on it);
-- SHUFFLE_HASH(alias) when it does not, but is several times smaller than the other side and each
-  shuffle partition of it fits in memory (no sort of the big side).
-Never when a statistic is absent, never over a join hint the user wrote, never on the preserved
-side of an outer join (Spark cannot build there).
-
->>> from dbt.adapters.hiveopt.optimizer import OptimizerContext, optimize
->>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
->>> schema = {"db": {"f": {"k": "int", "v": "double"}, "d": {"k": "int", "c": "string"}}}
->>> stats = StatsCatalog.from_dict({
-...     "db.f": {"row_count": 10_000_000, "columns": {"k": {"ndv": 1_000_000}}},
-...     "db.d": {"row_count": 1_000_000, "columns": {"k": {"ndv": 1_000_000}, "c": {"ndv": 1000, "avg_width": 10}}}})
->>> sql = "SELECT f.v, d.c FROM db.f JOIN db.d ON f.k = d.k WHERE d.c = 'x'"
->>> optimize(sql, OptimizerContext(schema=schema, statistics=stats)).sql
-"SELECT /*+ BROADCAST(d) */ f.v AS v, d.c AS c FROM db.f AS f JOIN db.d AS d ON f.k = d.k WHERE d.c = 'x'"
+What it does, when it fires and what was measured: docs/rules/select_join_algorithms.md.
 """
 
 from __future__ import annotations
