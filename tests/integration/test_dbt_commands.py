@@ -140,13 +140,14 @@ def test_analyze_command(project):
 def test_verify_catches_a_wrong_rewrite(project, monkeypatch):
     """A deliberately wrong rule: verify mode fails the model and shows both SQL texts."""
     from dbt.adapters.hiveopt.optimizer import pipeline
+    from dbt.adapters.hiveopt.optimizer.rule import Rule
 
     def wrong(expression, log):
         expression.set("where", None)  # drops the filter: different results
         log.fired("dropped the filter")
         return expression
 
-    monkeypatch.setattr(pipeline, "RULES", (("select_join_algorithms", wrong),))
+    monkeypatch.setattr(pipeline, "RULES", (Rule("select_join_algorithms", wrong, why_here="a wrong rule"),))
     result = dbt(project, "run", "--select", "verified")
     assert not result.success
     message = result.result.results[0].message
