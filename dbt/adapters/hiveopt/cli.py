@@ -5,7 +5,7 @@ hiveopt summary [--project-dir DIR]           one line per model: rules fired, o
 hiveopt explain MODEL [--project-dir DIR]     before/after SQL and the decisions of one model
 hiveopt analyze NAME... [--project-dir DIR] [--profiles-dir DIR] [--target T]
                                               gather statistics now (db.table, a model's name,
-                                              or source_name.table), through dbt's own connection
+                                              or source:source_name.table), through dbt's own connection
 """
 
 from __future__ import annotations
