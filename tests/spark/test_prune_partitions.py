@@ -229,7 +229,7 @@ def test_the_fetch_is_cancelled_at_its_deadline(tables):
 
 def test_describe_reads_partition_columns(tables):
     """The adapter hands the rule the partition columns DESCRIBE TABLE EXTENDED lists."""
-    from dbt.adapters.hiveopt.statistics_service import parse_describe
+    from dbt.adapters.hiveopt.table_info import parse_describe
 
     def info(name):
         return parse_describe(name, [tuple(r) for r in tables.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()])

@@ -3,7 +3,7 @@
 from dbt.adapters.hiveopt.optimizer.cost_model import EXCHANGE_FIXED_BYTES as X
 from dbt.adapters.hiveopt.optimizer.cost_model import OUTPUT_BYTE_COST as OUT
 from dbt.adapters.hiveopt.optimizer.cost_model import CostModel, JoinInput
-from dbt.adapters.hiveopt.statistics_service import parse_describe
+from dbt.adapters.hiveopt.table_info import parse_describe
 
 MODEL = CostModel(broadcast_threshold_bytes=1000, parallelism=4)
 

@@ -1,4 +1,4 @@
-"""The runnable examples in the optimizer's docstrings stay true."""
+"""The runnable examples in the optimizer's (and the statistics modules') docstrings stay true."""
 
 import doctest
 import importlib
@@ -12,6 +12,8 @@ MODULES = sorted(name for _, name, _ in pkgutil.walk_packages(optimizer.__path__
     optimizer.__name__,
     "dbt.adapters.hiveopt.report",
     "dbt.adapters.hiveopt.statistics_service",
+    "dbt.adapters.hiveopt.statistics_gathering",
+    "dbt.adapters.hiveopt.table_info",
 ]
 
 

@@ -38,12 +38,8 @@ from dbt.adapters.hiveopt.optimizer.pipeline import (
     pass_through,
 )
 from dbt.adapters.hiveopt.report import Report, RunSummary, model_label
-from dbt.adapters.hiveopt.statistics_service import (
-    DEFAULT_SAMPLE_ABOVE_ROWS,
-    DEFAULT_STATS_SCHEMA,
-    StatisticsService,
-    first_line,
-)
+from dbt.adapters.hiveopt.statistics_gathering import DEFAULT_SAMPLE_ABOVE_ROWS
+from dbt.adapters.hiveopt.statistics_service import DEFAULT_STATS_SCHEMA, StatisticsService, first_line
 from dbt.adapters.hiveopt.verify import verify_equal
 
 logger = AdapterLogger("hiveopt")

@@ -2,34 +2,46 @@
 Spark. It runs SQL through an `execute(sql) -> rows` function, so the same code serves dbt's
 connection (session or Thrift) and a plain SparkSession in tests.
 
-Where statistics live: a Parquet table `<stats schema>.statistics` (default schema `hiveopt`) in
+Where statistics live: a Parquet table `<stats schema>.table_statistics` (default schema `hiveopt`) in
 the warehouse next to the tables, one JSON payload per table and collection, keyed by the table's
 name and a fingerprint of its data (creation time and total file size in the catalog, measured
 with Spark's `ANALYZE TABLE ... COMPUTE STATISTICS NOSCAN` when the catalog has none: Spark drops
 it when a table is written). Anyone using the same metastore sees the same statistics; a table
 whose fingerprint changed since collection is stale and gathered again.
 
-One aggregate pass per table gives row count and, per column, NDV (approx_count_distinct), null
-count, min, max and average width; for key columns (join and filter keys of the models) the same
-pass adds heavy hitters (approx_top_k) and an equi-height histogram (approx_percentile).
+What one pass over a table is (its query, its row turned into TableStats): statistics_gathering.py.
+What the catalog says of a table: table_info.py.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
-from dbt.adapters.hiveopt.optimizer.statistics import ColumnStats, Estimate, TableStats
+from dbt.adapters.hiveopt.optimizer.statistics import Estimate, TableStats
+from dbt.adapters.hiveopt.statistics_gathering import (
+    ALWAYS_DETAILED_TYPES,
+    DEFAULT_HEAVY_HITTERS,
+    DEFAULT_HISTOGRAM_BUCKETS,
+    DEFAULT_SAMPLE_ABOVE_ROWS,
+    SAMPLE_CHECK_ABOVE_BYTES,
+    SAMPLE_ROWS,
+    base_type,
+    gather_query,
+    parse_gather_row,
+    scale_sample,
+    statistics_from_rows,
+)
+from dbt.adapters.hiveopt.table_info import TableInfo, parse_describe
 
 Execute = Callable[[str], list[tuple[Any, ...]]]
 
@@ -41,347 +53,12 @@ STATS_TABLE = "table_statistics"
 # waits for the read: 126 one-row files took 0.64 s to collect on a warm local session, one 0.21 s.
 COMPACT_AFTER_SUPERSEDED_ROWS = 200
 COMPACT_AFTER_SAVES = 16
-# Distinct counts are approx_count_distinct's, never COUNT(DISTINCT): Spark expands the rows once
-# per column and shuffles them, which on a warm local[2] session took TPC-H SF 0.1 orders (6 MB)
-# 5.8 s against 0.75 s, customer (1.4 MB) 2.4 s against 0.7 s, and supplier (91 KB) 3.5 s in a
-# 4-thread build. Seeds get exact statistics from the rows dbt loaded (`statistics_from_rows`).
-# Past this many rows the pass reads a Bernoulli sample of about SAMPLE_ROWS rows (TABLESAMPLE),
-# after an exact COUNT(*) (Parquet answers it from file footers): NDVs, null counts and heavy
-# hitters are scaled up and marked estimated. 0 switches sampling off (`stats.sample_above_rows`).
-# The sketches, not the scan, are the cost: on TPC-H SF 1 (warm local[2]) lineitem's pass took
-# 12.0 s whole, 3.6 s on a 1M-row sample and 1.6 s on 200k rows (scanning it alone: 2.0 s);
-# orders' 2.8 s, 1.8 s and 0.8 s.
-DEFAULT_SAMPLE_ABOVE_ROWS = 500_000
-SAMPLE_ROWS = 200_000
-# The sample's seed: the same data gives the same sample, so the same statistics (and decisions).
-SAMPLE_SEED = 1
-# A sample whose distinct count is this share of its rows looks unique (see sample_ndv).
-UNIQUE_LOOKING = 0.9
-# Tables smaller than this are read whole without counting them first (the count is a job too).
-SAMPLE_CHECK_ABOVE_BYTES = 16 * 1024 * 1024
-DEFAULT_HEAVY_HITTERS = 10
-DEFAULT_HISTOGRAM_BUCKETS = 32
-# approx_percentile accuracy: 1/accuracy is the relative rank error (Spark's default is 10000).
-HISTOGRAM_ACCURACY = 1000
-NUMERIC_TYPES = (
-    "tinyint",
-    "smallint",
-    "int",
-    "integer",
-    "bigint",
-    "float",
-    "double",
-    "decimal",
-    "byte",
-    "short",
-    "long",
-)
-ORDERED_TYPES = NUMERIC_TYPES + ("date", "timestamp", "timestamp_ntz")
-# Column types every full pass details (heavy hitters, histogram): the usual join and range-filter
-# keys, cheap to sketch. Measured on TPC-H SF 0.1 (warm local[2]): detailing lineitem's 7 integer
-# and date columns took 2.4 s against 1.7 s for one key, and spared the 1-2.4 s second passes that
-# models joining on the other keys paid. Numbers too (SF 1, 200k-row samples): lineitem's 4
-# decimals added 0.2 s to 2.7 s, orders' o_totalprice nothing to 1.1 s, where a model filtering on
-# it paid a second pass of 5.1 s in a 4-thread build. Strings only when a model uses them as keys.
-ALWAYS_DETAILED_TYPES = ORDERED_TYPES
-ATOMIC_TYPES = ORDERED_TYPES + ("string", "varchar", "char", "boolean", "binary")
-
-
-def _base_type(data_type: str) -> str:
-    return data_type.split("(")[0].split("<")[0].strip().lower()
-
-
-@dataclass
-class TableInfo:
-    name: str  # db.table, lowercase
-    columns: dict[str, str]  # name as the catalog spells it -> type
-    kind: str  # MANAGED / EXTERNAL / VIEW
-    created: str = ""
-    size_bytes: int | None = None
-    partition_columns: list[str] = field(default_factory=list)
-    bucket_columns: list[str] = field(default_factory=list)
-    # Views: the SQL they stand for, and the database their bare table names are read in.
-    view_text: str = ""
-    view_db: str = ""
-
-    @property
-    def is_view(self) -> bool:
-        return self.kind.upper() == "VIEW"
-
-    @property
-    def fingerprint(self) -> str:
-        return f"{self.created}|{self.size_bytes}"
 
 
 @dataclass
 class GatherResult:
     stats: TableStats
     seconds: float
-
-
-def parse_describe(name: str, rows: Sequence[tuple[Any, ...]]) -> TableInfo:
-    """Read columns, kind, creation time and size from DESCRIBE TABLE EXTENDED rows."""
-    columns: dict[str, str] = {}
-    partitions: list[str] = []
-    details: dict[str, str] = {}
-    section = "columns"
-    for row in rows:
-        key = str(row[0] or "").strip()
-        value = str(row[1] or "").strip() if len(row) > 1 else ""
-        if key.startswith("# Partition Information"):
-            section = "partitions"
-            continue
-        if key.startswith("# Detailed Table Information"):
-            section = "details"
-            continue
-        if not key or key.startswith("#"):
-            continue
-        if section == "columns":
-            columns[key] = value
-        elif section == "partitions":
-            partitions.append(key)
-        else:
-            details[key] = value
-    size = None
-    statistics = details.get("Statistics", "")
-    if "bytes" in statistics:
-        try:
-            size = int(statistics.split("bytes")[0].strip())
-        except ValueError:
-            size = None
-    buckets = [c.strip(" `") for c in details.get("Bucket Columns", "").strip("[]").split(",") if c.strip(" `")]
-    namespace = details.get("View Catalog and Namespace", "")
-    return TableInfo(
-        name=name.lower(),
-        columns=columns,
-        kind=details.get("Type", "MANAGED"),
-        created=details.get("Created Time", ""),
-        size_bytes=size,
-        partition_columns=partitions,
-        bucket_columns=buckets,
-        view_text=details.get("View Text", ""),
-        view_db=namespace.rsplit(".", 1)[-1].strip("`") if namespace else "",
-    )
-
-
-def gather_query(
-    table: str,
-    columns: dict[str, str],
-    key_columns: Iterable[str],
-    heavy_hitters: int = DEFAULT_HEAVY_HITTERS,
-    buckets: int = DEFAULT_HISTOGRAM_BUCKETS,
-    sample_percent: float | None = None,
-) -> exp.Select:
-    """The one aggregate pass, as an AST. Results are strings (to_json for arrays) so that dbt's
-    agate conversion and the Thrift protocol return the same thing. `sample_percent`: over a
-    Bernoulli sample (TABLESAMPLE) of the table."""
-    keys = {k.lower() for k in key_columns}
-    projections: list[exp.Expression] = [exp.alias_(exp.Count(this=exp.Star()), "row_count")]
-    for i, (name, data_type) in enumerate(columns.items()):
-        column = exp.column(name, quoted=True)
-        base = _base_type(data_type)
-        projections.append(exp.alias_(exp.Count(this=column.copy()), f"c{i}_nonnull"))
-        if base not in ATOMIC_TYPES:
-            continue
-        projections.append(exp.alias_(exp.func("approx_count_distinct", column.copy()), f"c{i}_ndv"))
-        if base in ORDERED_TYPES:
-            projections.append(exp.alias_(exp.cast(exp.Min(this=column.copy()), "string"), f"c{i}_min"))
-            projections.append(exp.alias_(exp.cast(exp.Max(this=column.copy()), "string"), f"c{i}_max"))
-        if base in ("string", "varchar", "char", "binary"):
-            projections.append(exp.alias_(exp.Avg(this=exp.Length(this=column.copy())), f"c{i}_width"))
-        if name.lower() in keys and base != "boolean":
-            projections.append(
-                exp.alias_(
-                    exp.func("to_json", exp.func("approx_top_k", column.copy(), exp.Literal.number(heavy_hitters))),
-                    f"c{i}_hh",
-                )
-            )
-            if base in ORDERED_TYPES:
-                ranks = exp.Array(expressions=[exp.Literal.number(round(j / buckets, 6)) for j in range(buckets + 1)])
-                projections.append(
-                    exp.alias_(
-                        exp.func(
-                            "to_json",
-                            exp.func("approx_percentile", column.copy(), ranks, exp.Literal.number(HISTOGRAM_ACCURACY)),
-                        ),
-                        f"c{i}_hist",
-                    )
-                )
-    source = exp.to_table(table)
-    if sample_percent is not None:
-        source.set(
-            "sample",
-            exp.TableSample(percent=exp.Literal.number(round(sample_percent, 4)), seed=exp.Literal.number(SAMPLE_SEED)),
-        )
-    return exp.select(*projections).from_(source)
-
-
-def sample_ndv(seen: float, sampled: float, total: float) -> float:
-    """The distinct values of a column of `total` non-null values, `seen` of which showed up in a
-    Bernoulli sample of `sampled` of them: the D whose expected distinct count in such a sample,
-    every value having total/D rows, is `seen` (D * (1 - (1 - q) ** (total / D)) with q the
-    sampled share; the uniform-frequency estimator). A column of few values keeps what the sample
-    saw, one in between is scaled up (values of four rows each, in a 10% sample, by about 2.9).
-    A column whose sample looks unique, within two errors of approx_count_distinct (5%), scales
-    by 1/q: near that end the estimator is too steep to trust a sketch (a unique column's sample
-    counted 6% low gave 158,000 for 400,000). Values of two rows each look unique in a sample of
-    up to 20% and come out twice too many: a 5% sketch cannot tell them apart, and a 1% one,
-    which could, made the NDVs of orders 7x as slow (6.5 s against 0.9 s at SF 1).
-
-    >>> round(sample_ndv(990, 1000, 10000)), round(sample_ndv(920, 1000, 10000)), round(sample_ndv(50, 990, 9900))
-    (9900, 9200, 50)
-    >>> round(sample_ndv(8598, 10000, 100000), -1)  # 25,000 values of 4 rows each, a 10% sample
-    25010.0
-    """
-    if sampled <= 0 or total <= sampled or seen <= 0:
-        return float(seen)
-    if seen >= UNIQUE_LOOKING * sampled:
-        return float(total) * seen / sampled
-    q = sampled / total
-
-    def expected(d: float) -> float:
-        return d * (1.0 - (1.0 - q) ** (total / d))
-
-    if seen >= expected(total):
-        return float(total)
-    low, high = float(seen), float(total)
-    for _ in range(100):  # expected() grows with d: bisect
-        middle = (low + high) / 2
-        low, high = (middle, high) if expected(middle) < seen else (low, middle)
-    return (low + high) / 2
-
-
-def scale_sample(stats: TableStats, rows: int) -> TableStats:
-    """Statistics of a sample in the whole table's terms: the exact row count, null counts and
-    heavy-hitter counts scaled by rows/sampled, NDVs by `sample_ndv`. Everything but the row
-    count is then an estimate.
-
-    >>> sample = TableStats(row_count=Estimate.exact(1000), columns={
-    ...     "id": ColumnStats(ndv=Estimate.estimated(990), null_count=Estimate.exact(0)),
-    ...     "k": ColumnStats(ndv=Estimate.estimated(50), null_count=Estimate.exact(10), heavy_hitters=[(7, 300.0)])})
-    >>> whole = scale_sample(sample, 10000)
-    >>> whole.row_count.value, round(whole.column("id").ndv.value), round(whole.column("k").ndv.value)
-    (10000.0, 9900, 50)
-    >>> whole.column("k").null_count.value, whole.column("k").heavy_hitters, whole.column("k").null_count.precision.name
-    (100.0, [(7, 3000.0)], 'ESTIMATED')
-    """
-    sampled = stats.row_count.value or 0.0
-    factor = rows / sampled if sampled else 1.0
-    for column in stats.columns.values():
-        nonnull = sampled - (column.null_count.value or 0.0)
-        if not column.null_count.is_absent:
-            column.null_count = Estimate.estimated(column.null_count.value * factor)
-        if not column.ndv.is_absent:
-            ndv = sample_ndv(min(column.ndv.value, nonnull), nonnull, nonnull * factor)
-            column.ndv = Estimate.estimated(float(min(ndv, rows)))
-        if column.heavy_hitters:
-            column.heavy_hitters = [(value, count * factor) for value, count in column.heavy_hitters]
-    stats.row_count = Estimate.exact(float(rows))
-    return stats
-
-
-def _typed(value: Any, base: str) -> Any:
-    """A gathered value in the column's terms: numbers for numeric types, ISO text otherwise."""
-    if value is None:
-        return None
-    if isinstance(value, (_dt.date, _dt.datetime)):
-        return value.isoformat(sep=" ") if isinstance(value, _dt.datetime) else value.isoformat()
-    if base in NUMERIC_TYPES:
-        try:
-            number = float(value)
-            return int(number) if number.is_integer() and base not in ("float", "double", "decimal") else number
-        except (TypeError, ValueError):
-            return None
-    return str(value)
-
-
-def parse_gather_row(names: Sequence[str], row: Sequence[Any], columns: dict[str, str], fingerprint: str) -> TableStats:
-    values = dict(zip(names, row))
-    rows = int(float(values["row_count"]))
-    stats = TableStats(
-        row_count=Estimate.exact(rows),
-        fingerprint=fingerprint,
-        collected_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    )
-    for i, (name, data_type) in enumerate(columns.items()):
-        base = _base_type(data_type)
-        nonnull = values.get(f"c{i}_nonnull")
-        column = ColumnStats(data_type=data_type)
-        if nonnull is not None:
-            column.null_count = Estimate.exact(rows - int(float(nonnull)))
-        if values.get(f"c{i}_ndv") is not None:
-            ndv = float(values[f"c{i}_ndv"])
-            column.ndv = Estimate.estimated(ndv)
-        column.min = _typed(values.get(f"c{i}_min"), base)
-        column.max = _typed(values.get(f"c{i}_max"), base)
-        if values.get(f"c{i}_width") is not None:
-            column.avg_width = Estimate.estimated(float(values[f"c{i}_width"]))
-        if values.get(f"c{i}_hh") is not None:
-            items = json.loads(str(values[f"c{i}_hh"]))
-            column.heavy_hitters = [
-                (_typed(it["item"], base), float(it["count"])) for it in items if it.get("item") is not None
-            ]
-        if values.get(f"c{i}_hist") not in (None, "null"):
-            column.histogram = [_typed(v, base) for v in json.loads(str(values[f"c{i}_hist"]))]
-        stats.columns[name.lower()] = column
-    return stats
-
-
-def statistics_from_rows(
-    columns: dict[str, str],
-    rows: Sequence[Sequence[Any]],
-    fingerprint: str = "",
-    heavy_hitters: int = DEFAULT_HEAVY_HITTERS,
-    buckets: int = DEFAULT_HISTOGRAM_BUCKETS,
-) -> TableStats:
-    """Exact statistics of a table from its rows in Python (a seed: dbt has just read its CSV, so
-    no Spark job is needed): the numbers the Spark pass gathers, all exact, with heavy hitters and
-    a histogram for every column (any may be a join key). Values are put in the column's terms the
-    way the pass reads them (`_typed`); columns of other types get their null count only.
-
-    >>> stats = statistics_from_rows({"k": "bigint", "name": "string"},
-    ...                              [(1, "a"), (1, "bb"), (2, None), (None, "a")], buckets=2)
-    >>> stats.row_count.value, stats.column("k").ndv.value, stats.column("k").null_count.value
-    (4, 2.0, 1)
-    >>> stats.column("k").heavy_hitters, stats.column("k").histogram, (stats.column("k").min, stats.column("k").max)
-    ([(1, 2.0), (2, 1.0)], [1, 1, 2], (1, 2))
-    >>> name = stats.column("name")
-    >>> name.heavy_hitters, name.avg_width.value, name.ndv.precision.name
-    ([('a', 2.0), ('bb', 1.0)], 1.333, 'EXACT')
-    """
-    stats = TableStats(
-        row_count=Estimate.exact(len(rows)),
-        fingerprint=fingerprint,
-        collected_at=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    )
-    for i, (name, data_type) in enumerate(columns.items()):
-        base = _base_type(data_type)
-        raw = [row[i] for row in rows]
-        column = ColumnStats(data_type=data_type, null_count=Estimate.exact(sum(v is None for v in raw)))
-        stats.columns[name.lower()] = column
-        if base not in ATOMIC_TYPES or base in ("boolean", "binary"):
-            continue
-        values = [_typed(v, base) for v in raw if v is not None]
-        if len(values) != len(raw) - column.null_count.value or any(v is None for v in values):
-            continue  # a value that does not read as the column's type: leave the column to Spark's estimates
-        counts: dict[Any, int] = {}
-        for value in values:
-            counts[value] = counts.get(value, 0) + 1
-        column.ndv = Estimate.exact(float(len(counts)))
-        ranked = sorted(counts.items(), key=lambda item: (-item[1], str(item[0])))[:heavy_hitters]
-        column.heavy_hitters = [(value, float(count)) for value, count in ranked]
-        if base in ORDERED_TYPES:
-            ordered = sorted(values)
-            if ordered:
-                column.min, column.max = ordered[0], ordered[-1]
-                column.histogram = [
-                    ordered[max(0, math.ceil(j / buckets * len(ordered)) - 1)] for j in range(buckets + 1)
-                ]
-        else:
-            column.avg_width = Estimate.estimated(
-                round(sum(len(str(v)) for v in values) / len(values), 3) if values else 0.0
-            )
-    return stats
 
 
 def first_line(error: BaseException, limit: int = 200) -> str:
@@ -681,7 +358,7 @@ class StatisticsService:
                 keys |= {c for c, s in previous.columns.items() if s.heavy_hitters is not None}
             # Number and date columns get detail whether or not this model joins on them: the
             # next model that does would otherwise pay a second pass over the table.
-            keys |= {c.lower() for c, t in info.columns.items() if _base_type(t) in ALWAYS_DETAILED_TYPES}
+            keys |= {c.lower() for c, t in info.columns.items() if base_type(t) in ALWAYS_DETAILED_TYPES}
             stats, seconds = self._run_pass(name, info.columns, keys, info.fingerprint)
             stats.size_bytes = Estimate.exact(info.size_bytes) if info.size_bytes is not None else Estimate.absent()
             with self._lock:

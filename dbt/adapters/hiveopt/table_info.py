@@ -1,0 +1,83 @@
+"""What the catalog says of a relation (DESCRIBE TABLE EXTENDED): its columns and types, whether
+it is a view (and its text), its bucketing and partitioning, and the fingerprint that tells when
+its data changed.
+
+>>> rows = [("k", "int", None), ("", "", ""), ("# Detailed Table Information", "", ""), ("Type", "MANAGED", ""),
+...     ("Created Time", "Mon Jan 01 00:00:00 UTC 2024", ""), ("Statistics", "1024 bytes", "")]
+>>> info = parse_describe("db.t", rows)
+>>> info.columns, info.is_view, info.fingerprint
+({'k': 'int'}, False, 'Mon Jan 01 00:00:00 UTC 2024|1024')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class TableInfo:
+    name: str  # db.table, lowercase
+    columns: dict[str, str]  # name as the catalog spells it -> type
+    kind: str  # MANAGED / EXTERNAL / VIEW
+    created: str = ""
+    size_bytes: int | None = None
+    partition_columns: list[str] = field(default_factory=list)
+    bucket_columns: list[str] = field(default_factory=list)
+    # Views: the SQL they stand for, and the database their bare table names are read in.
+    view_text: str = ""
+    view_db: str = ""
+
+    @property
+    def is_view(self) -> bool:
+        return self.kind.upper() == "VIEW"
+
+    @property
+    def fingerprint(self) -> str:
+        return f"{self.created}|{self.size_bytes}"
+
+
+def parse_describe(name: str, rows: Sequence[tuple[Any, ...]]) -> TableInfo:
+    """Read columns, kind, creation time and size from DESCRIBE TABLE EXTENDED rows."""
+    columns: dict[str, str] = {}
+    partitions: list[str] = []
+    details: dict[str, str] = {}
+    section = "columns"
+    for row in rows:
+        key = str(row[0] or "").strip()
+        value = str(row[1] or "").strip() if len(row) > 1 else ""
+        if key.startswith("# Partition Information"):
+            section = "partitions"
+            continue
+        if key.startswith("# Detailed Table Information"):
+            section = "details"
+            continue
+        if not key or key.startswith("#"):
+            continue
+        if section == "columns":
+            columns[key] = value
+        elif section == "partitions":
+            partitions.append(key)
+        else:
+            details[key] = value
+    size = None
+    statistics = details.get("Statistics", "")
+    if "bytes" in statistics:
+        try:
+            size = int(statistics.split("bytes")[0].strip())
+        except ValueError:
+            size = None
+    buckets = [c.strip(" `") for c in details.get("Bucket Columns", "").strip("[]").split(",") if c.strip(" `")]
+    namespace = details.get("View Catalog and Namespace", "")
+    return TableInfo(
+        name=name.lower(),
+        columns=columns,
+        kind=details.get("Type", "MANAGED"),
+        created=details.get("Created Time", ""),
+        size_bytes=size,
+        partition_columns=partitions,
+        bucket_columns=buckets,
+        view_text=details.get("View Text", ""),
+        view_db=namespace.rsplit(".", 1)[-1].strip("`") if namespace else "",
+    )
