@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer.blocks import join_blocks
 from dbt.adapters.hiveopt.optimizer.cost_model import CostModel, JoinInput
-from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
+from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, Skip
 from dbt.adapters.hiveopt.optimizer.enumerate_joins import MAX_DP_PAIRS, Plan, best_plans
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator, join_cardinality
 from dbt.adapters.hiveopt.optimizer.join_graph import PREFIX, JoinGraph, build_join_graph, next_run_start
@@ -236,29 +236,10 @@ def _reorder_run(
     if graph.blocked:
         log.skipped(f"{graph.blocked}: the written order stays", block=label)
         return
-    where = select.args.get("where")
-    filters = conjuncts(where.this if where else None) + graph.local_on_predicates
-    leaves, widths = [], []
-    for alias in graph.aliases:
-        if alias == PREFIX:
-            leaf = estimator.join_steps(scope, graph.prefix[0], graph.prefix[1])[-1]
-            read = {f"{c.table}.{c.name}".lower() for c in scope.columns if c.table in graph.prefix_aliases}
-        else:
-            leaf = estimator.filtered_source(scope, alias, filters)
-            read = {c.name.lower() for c in scope.columns if c.table == alias}
-        leaves.append(leaf)
-        widths.append(leaf.width(read).value if not leaf.rows.is_absent else None)
-    absent = [a for a, leaf in zip(graph.aliases, leaves) if leaf.rows.is_absent]
-    if absent:
-        log.skipped(f"statistics absent for {', '.join(absent)}: the written order stays", block=label)
+    planner = _planner(scope, select, graph, estimator, model, bucketing)
+    if isinstance(planner, Skip):
+        planner.record_in(log, block=label)
         return
-    bucketed = [_bucket_keys(graph.sources[a], a, bucketing) if a != PREFIX else None for a in graph.aliases]
-    file_bytes = []
-    for alias in graph.aliases:
-        # The joins before a barrier: Spark sizes them as the product of their tables' files.
-        parts = [graph.prefix[0], *(j.this for j in graph.prefix[1])] if alias == PREFIX else [graph.sources[alias]]
-        file_bytes.append(math.prod(_file_bytes(part, estimator.statistics) for part in parts))
-    planner = _Planner(graph, leaves, widths, model, bucketed, file_bytes)
     written = planner.written()
     # The cost model's join_cost is symmetric (the smaller buildable side is built, both sides are
     # shuffled): each pair of sets is joined in one orientation only.
@@ -285,6 +266,35 @@ def _reorder_run(
         log.skipped("the best tree cannot be written as nested joins here", **details)
         return
     log.fired(f"joins reordered: estimated cost {written.cost:.3g} -> {best.cost:.3g}", **details)
+
+
+def _planner(
+    scope, select: exp.Select, graph: JoinGraph, estimator: Estimator, model: CostModel, bucketing
+) -> _Planner | Skip:
+    """The run's leaves from the estimator (after their local filters), ready to plan; a Skip when
+    a relation has no statistics."""
+    where = select.args.get("where")
+    filters = conjuncts(where.this if where else None) + graph.local_on_predicates
+    leaves, widths = [], []
+    for alias in graph.aliases:
+        if alias == PREFIX:
+            leaf = estimator.join_steps(scope, graph.prefix[0], graph.prefix[1])[-1]
+            read = {f"{c.table}.{c.name}".lower() for c in scope.columns if c.table in graph.prefix_aliases}
+        else:
+            leaf = estimator.filtered_source(scope, alias, filters)
+            read = {c.name.lower() for c in scope.columns if c.table == alias}
+        leaves.append(leaf)
+        widths.append(leaf.width(read).value if not leaf.rows.is_absent else None)
+    absent = [a for a, leaf in zip(graph.aliases, leaves) if leaf.rows.is_absent]
+    if absent:
+        return Skip(f"statistics absent for {', '.join(absent)}: the written order stays")
+    bucketed = [_bucket_keys(graph.sources[a], a, bucketing) if a != PREFIX else None for a in graph.aliases]
+    file_bytes = []
+    for alias in graph.aliases:
+        # The joins before a barrier: Spark sizes them as the product of their tables' files.
+        parts = [graph.prefix[0], *(j.this for j in graph.prefix[1])] if alias == PREFIX else [graph.sources[alias]]
+        file_bytes.append(math.prod(_file_bytes(part, estimator.statistics) for part in parts))
+    return _Planner(graph, leaves, widths, model, bucketed, file_bytes)
 
 
 def _rewrite(select: exp.Select, graph: JoinGraph, planner: _Planner, plan: Plan) -> bool:
