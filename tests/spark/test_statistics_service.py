@@ -130,7 +130,7 @@ def test_a_store_of_many_saves_is_compacted_on_load(spark):
     """Each save is a partition of its own; a run's first model waits for reading them all, so a
     load that finds more than COMPACT_AFTER_SAVES writes the latest row per table as one save and
     drops the saves it read."""
-    from dbt.adapters.hiveopt.statistics_service import COMPACT_AFTER_SAVES
+    from dbt.adapters.hiveopt.statistics_store import COMPACT_AFTER_SAVES
 
     schema = "hiveopt_test_compact"
     spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")

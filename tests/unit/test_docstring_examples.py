@@ -14,6 +14,7 @@ MODULES = sorted(name for _, name, _ in pkgutil.walk_packages(optimizer.__path__
     "dbt.adapters.hiveopt.statistics_service",
     "dbt.adapters.hiveopt.statistics_gathering",
     "dbt.adapters.hiveopt.table_info",
+    "dbt.adapters.hiveopt.statistics_store",
 ]
 
 

@@ -39,7 +39,8 @@ from dbt.adapters.hiveopt.optimizer.pipeline import (
 )
 from dbt.adapters.hiveopt.report import Report, RunSummary, model_label
 from dbt.adapters.hiveopt.statistics_gathering import DEFAULT_SAMPLE_ABOVE_ROWS
-from dbt.adapters.hiveopt.statistics_service import DEFAULT_STATS_SCHEMA, StatisticsService, first_line
+from dbt.adapters.hiveopt.statistics_service import StatisticsService
+from dbt.adapters.hiveopt.statistics_store import DEFAULT_STATS_SCHEMA, first_line
 from dbt.adapters.hiveopt.verify import verify_equal
 
 logger = AdapterLogger("hiveopt")

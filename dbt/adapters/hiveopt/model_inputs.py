@@ -37,7 +37,8 @@ from dbt.adapters.hiveopt.optimizer.context import FetchedValues, ValueFetch
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery
 from dbt.adapters.hiveopt.optimizer.view_statistics import base_key_columns, view_statistics
-from dbt.adapters.hiveopt.statistics_service import StatisticsService, first_line
+from dbt.adapters.hiveopt.statistics_service import StatisticsService
+from dbt.adapters.hiveopt.statistics_store import first_line
 
 RunBounded = Callable[[str, float], list[tuple[Any, ...]]]
 # Views over views over ...: deeper than this, the view is left without statistics.

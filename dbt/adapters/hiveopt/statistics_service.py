@@ -15,11 +15,8 @@ What the catalog says of a table: table_info.py.
 
 from __future__ import annotations
 
-import datetime as _dt
-import json
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,18 +38,10 @@ from dbt.adapters.hiveopt.statistics_gathering import (
     scale_sample,
     statistics_from_rows,
 )
+from dbt.adapters.hiveopt.statistics_store import DEFAULT_STATS_SCHEMA, StatisticsStore
 from dbt.adapters.hiveopt.table_info import TableInfo, parse_describe
 
 Execute = Callable[[str], list[tuple[Any, ...]]]
-
-DEFAULT_STATS_SCHEMA = "hiveopt"
-# Not `statistics`: stores of earlier versions, an unpartitioned table of that name, are left alone.
-STATS_TABLE = "table_statistics"
-# The store is append-only (each save is a partition of one file); past this many superseded rows,
-# or saves, a run rewrites it with the latest rows only. Saves because the run's first model
-# waits for the read: 126 one-row files took 0.64 s to collect on a warm local session, one 0.21 s.
-COMPACT_AFTER_SUPERSEDED_ROWS = 200
-COMPACT_AFTER_SAVES = 16
 
 
 @dataclass
@@ -61,14 +50,7 @@ class GatherResult:
     seconds: float
 
 
-def first_line(error: BaseException, limit: int = 200) -> str:
-    """An error as one short line: a Java stack trace or a gRPC dump stays out of dbt's log."""
-    text = str(error).strip()
-    line = text.splitlines()[0] if text else ""
-    return f"{type(error).__name__}: {line[:limit]}"
-
-
-class StatisticsService:
+class StatisticsService(StatisticsStore):
     """Statistics for the tables a model reads, gathered when absent or stale, cached per run.
 
     Safe under dbt's threads: one gathering per table at a time (a thread that wants a table
@@ -114,10 +96,6 @@ class StatisticsService:
         # Counts of full passes per table in this process (a test reads them: one per table).
         self.full_passes: dict[str, int] = {}
 
-    @property
-    def store_table(self) -> exp.Table:
-        return exp.table_(STATS_TABLE, db=self.stats_schema)
-
     def _table_lock(self, name: str) -> threading.RLock:
         with self._lock:
             return self._table_locks.setdefault(name.lower(), threading.RLock())
@@ -158,194 +136,6 @@ class StatisticsService:
             self._infos.pop(name.lower(), None)
 
     # -- the store ----------------------------------------------------------------------------
-    def _ensure_store(self) -> None:
-        with self._store_lock:  # not self._lock: threads reading the dicts need not wait for DDL
-            if self._store_ready:
-                return
-            self.execute(f"CREATE DATABASE IF NOT EXISTS {exp.to_identifier(self.stats_schema).sql(DIALECT)}")
-            # Partitioned by save: every save is an INSERT OVERWRITE of its own new partition in
-            # dynamic mode, which Spark stages in a folder of its own (.spark-staging-<job id>).
-            # Plain INSERT INTOs of one table share its _temporary/0 folder, and concurrent ones
-            # (dbt's threads, or two dbt processes on one metastore) delete each other's files.
-            self.execute(
-                f"CREATE TABLE IF NOT EXISTS {self.store_table.sql(DIALECT)} (table_name STRING, fingerprint STRING, "
-                "saved_at STRING, gather_seconds DOUBLE, payload STRING, save_id STRING) USING parquet "
-                "PARTITIONED BY (save_id) OPTIONS ('partitionOverwriteMode' 'dynamic')"
-            )
-            self._store_ready = True
-
-    def load(self, names: Iterable[str] = ()) -> None:
-        """Read the latest statistics of every table in the store, once per run (one query). A row
-        that does not parse is skipped with a warning naming its table (that table is gathered
-        again); a store that cannot be read is a warning too, and the run goes on without it."""
-        with self._load_lock:
-            if self._store_loaded:
-                return
-            try:
-                self._ensure_store()
-                query = exp.select("table_name", "fingerprint", "saved_at", "payload", "save_id").from_(
-                    self.store_table
-                )
-                rows = self.execute(query.sql(DIALECT))
-            except Exception as error:
-                self.warn_once(
-                    "store",
-                    f"statistics store {self.store_table.sql(DIALECT)} cannot be read "
-                    f"({first_line(error)}): statistics are gathered again and kept for this run",
-                )
-                self._store_loaded = True
-                return
-            by_table: dict[str, list[tuple[str, Any, Any]]] = {}
-            for table_name, fingerprint, saved_at, payload, _save in rows:
-                by_table.setdefault(str(table_name), []).append((str(saved_at), fingerprint, payload))
-            with self._lock:  # parsed per table on first use (`_stored`): most runs read a few
-                self._unparsed = by_table
-            self._store_loaded = True
-            saves = {row[4] for row in rows}
-            if len(rows) - len(by_table) > COMPACT_AFTER_SUPERSEDED_ROWS or len(saves) > COMPACT_AFTER_SAVES:
-                self._compact(by_table, saves)
-
-    def _stored(self, name: str) -> TableStats | None:
-        """This run's statistics of a table, else the newest valid ones the store holds (parsed now)."""
-        with self._lock:
-            if name in self._stats:
-                return self._stats[name]
-            versions = self._unparsed.pop(name, None)
-        stats = self._newest_valid(name, versions) if versions else None
-        with self._lock:
-            if stats is not None:
-                self._stats.setdefault(name, stats)
-            return self._stats.get(name)
-
-    def _newest_valid(self, table: str, versions: list[tuple[str, Any, Any]]) -> TableStats | None:
-        for saved_at, fingerprint, payload in sorted(versions, key=lambda v: v[0], reverse=True):
-            try:
-                stats = TableStats.from_dict(json.loads(str(payload)))
-            except (ValueError, TypeError, KeyError, AttributeError) as error:
-                self.warn_once(
-                    f"payload:{table}",
-                    f"statistics of {table} saved at {saved_at} are unreadable "
-                    f"({type(error).__name__}: {str(error)[:120]}): skipped, gathered again",
-                )
-                continue
-            stats.fingerprint = str(fingerprint)
-            return stats
-        return None
-
-    def _compact(self, by_table: dict[str, list[tuple[str, Any, Any]]], saves: set[Any]) -> None:
-        """Write the latest row per table as one new save, then drop the saves just read (saves
-        made meanwhile, by this run or another, are other partitions and stay)."""
-        rows = [(name, *max(versions, key=lambda v: v[0])) for name, versions in by_table.items()]
-        save_id = f"compacted-{uuid.uuid4().hex}"
-        values = exp.Values(
-            expressions=[
-                exp.Tuple(
-                    expressions=[
-                        exp.Literal.string(str(name)),
-                        exp.Literal.string(str(fingerprint)),
-                        exp.Literal.string(saved_at),
-                        exp.Literal.number(0),
-                        exp.Literal.string(str(payload)),
-                        exp.Literal.string(save_id),
-                    ]
-                )
-                for name, saved_at, fingerprint, payload in rows
-            ]
-        )
-        try:
-            self.execute(self._insert(values).sql(DIALECT))
-            drop = exp.Alter(
-                this=self.store_table,
-                kind="TABLE",
-                actions=[
-                    exp.DropPartition(
-                        exists=True,
-                        expressions=[
-                            exp.Partition(
-                                expressions=[
-                                    exp.EQ(this=exp.column("save_id"), expression=exp.Literal.string(str(old)))
-                                ]
-                            )
-                            for old in sorted(saves, key=str)
-                        ],
-                    )
-                ],
-            )
-            self.execute(drop.sql(DIALECT))
-        except Exception as error:  # a compaction that fails leaves more rows to read, nothing worse
-            self.warn_once("compact", f"statistics store not compacted ({first_line(error)})")
-
-    def _insert(self, values: exp.Values) -> exp.Insert:
-        table = self.store_table
-        table.set("partition", exp.Partition(expressions=[exp.column("save_id")]))
-        return exp.insert(values, table, overwrite=True)
-
-    def save(self, name: str, stats: TableStats, seconds: float) -> None:
-        """Keep the statistics for this run, then store them as a save of their own (a new
-        partition: concurrent saves never touch each other's files), or, with `defer_saves`,
-        with the run's other statistics in one save at `flush`. A failed save is a warning; the
-        statistics stay in memory for the run."""
-        saved_at = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
-        row = (
-            name.lower(),
-            stats.fingerprint or "",
-            saved_at,
-            round(seconds, 3),
-            json.dumps(stats.to_dict(), default=str),
-        )
-        with self._lock:
-            self._stats[name.lower()] = stats
-            if self._store_unwritable:
-                return
-            if self.defer_saves:
-                self._pending.append(row)
-                return
-        self._write([row])
-
-    @property
-    def pending(self) -> int:
-        """Statistics gathered and not yet saved (`defer_saves`)."""
-        with self._lock:
-            return len(self._pending)
-
-    def flush(self) -> None:
-        """Store the statistics that `save` deferred, as one save."""
-        with self._lock:
-            rows, self._pending = self._pending, []
-        if rows:
-            self._write(rows)
-
-    def _write(self, rows: list[tuple[str, str, str, float, str]]) -> None:
-        save_id = uuid.uuid4().hex
-        values = exp.Values(
-            expressions=[
-                exp.Tuple(
-                    expressions=[
-                        exp.Literal.string(name),
-                        exp.Literal.string(fingerprint),
-                        exp.Literal.string(saved_at),
-                        exp.Literal.number(seconds),
-                        exp.Literal.string(payload),
-                        exp.Literal.string(save_id),
-                    ]
-                )
-                for name, fingerprint, saved_at, seconds, payload in rows
-            ]
-        )
-        try:
-            self._ensure_store()
-            self.execute(self._insert(values).sql(DIALECT))
-        except Exception as error:
-            with self._lock:
-                self._store_unwritable = True  # one failed statement per run, not one per table
-            names = ", ".join(sorted({row[0] for row in rows}))
-            self.warn_once(
-                "save",
-                f"statistics of {names} not saved to {self.store_table.sql(DIALECT)} "
-                f"({first_line(error)}): statistics are kept for this run only",
-            )
-
-    # -- gathering ----------------------------------------------------------------------------
     def gather(self, name: str, key_columns: Iterable[str] = ()) -> GatherResult:
         """The full pass: every column, with detail (heavy hitters, histogram) for key columns.
         One at a time per table: a second caller waits for the first."""
