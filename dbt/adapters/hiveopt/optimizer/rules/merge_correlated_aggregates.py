@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dbt.adapters.hiveopt.optimizer.cost_model import CostModel
-from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
+from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, Skip
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate
 from dbt.adapters.hiveopt.optimizer.syntax import (
@@ -134,13 +135,11 @@ def _next_rewrite(
             analyse = _scalar_subquery if kind == "scalar" else _derived_aggregate
             outcome = analyse(expression, scope, candidate, scopes, estimator, schema, cost_model)
             label = "correlated scalar subquery" if kind == "scalar" else f"derived table {candidate}"
-            if isinstance(outcome, str):
-                if outcome:  # "" means: not an aggregate at all, nothing worth recording
-                    log.skipped(outcome, candidate=label)
+            if isinstance(outcome, Skip):
+                outcome.record_in(log, candidate=label)
                 continue
-            reason, details, plan = outcome
-            log.fired(reason, candidate=label, **details)
-            return plan
+            log.fired(outcome.reason, candidate=label, **outcome.details)
+            return outcome.plan
     return None
 
 
@@ -269,7 +268,62 @@ def _window_block(
 
 
 # --- shape B: correlated scalar subquery ---------------------------------------------------------
+@dataclass(frozen=True)
+class _Rewrite:
+    """A candidate to rewrite: the reason and figures for the record, and the plan that edits the tree."""
+
+    reason: str
+    details: dict
+    plan: Plan
+
+
+@dataclass(frozen=True)
+class _Correlated:
+    """A correlated scalar subquery that aggregates relations of the outer block: its parts."""
+
+    select: exp.Select
+    inner: exp.Select
+    wrapper: exp.Subquery
+    projection: exp.Expression
+    aggregates: list
+    inner_aliases: list
+    idents: dict
+    local: list
+    pairs: list
+
+
+@dataclass(frozen=True)
+class _Matched:
+    """How the subquery's relations map onto the outer block's."""
+
+    mapping: dict
+    direct: bool
+    keys: list
+    outer_conjuncts: list
+    relations: str
+
+
 def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, schema, cost_model):
+    """A window for a correlated scalar subquery (the outer block's whole join, or the input
+    alone), or why not."""
+    shape = _correlated_shape(outer, sub)
+    if isinstance(shape, Skip):
+        return shape
+    matched = _match_subquery(shape, outer, schema)
+    if isinstance(matched, Skip):
+        return matched
+    whole_problem = _whole_block_problem(expression, shape, matched, outer, sub, scopes, estimator)
+    if isinstance(whole_problem, Skip):
+        return whole_problem
+    others = [a for a in outer.selected_sources if a.lower() not in {o.lower() for o in matched.mapping.values()}]
+    if whole_problem is not None and len(shape.inner_aliases) > 1:
+        return Skip(whole_problem + ": the window over the outer block would see other rows than the aggregate")
+    if whole_problem is None and (others or len(shape.inner_aliases) > 1):
+        return _window_over_outer_block(expression, shape, matched, outer, sub, scopes, estimator, cost_model)
+    return _window_over_input(expression, shape, matched, outer, sub, scopes, estimator, cost_model)
+
+
+def _correlated_shape(outer: Scope, sub: Scope) -> _Correlated | Skip:
     select, inner = outer.expression, sub.expression
     wrapper = inner.parent
     if (
@@ -277,32 +331,41 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
         or not isinstance(wrapper, exp.Subquery)
         or isinstance(wrapper.parent, (exp.In, exp.Any, exp.All, exp.Exists))
     ):
-        return "a correlated IN / EXISTS / ANY subquery, not a scalar one: left to Spark"
+        return Skip("a correlated IN / EXISTS / ANY subquery, not a scalar one: left to Spark")
     clause = wrapper
     while clause.parent is not select:
         clause = clause.parent
     if clause.arg_key != "where":
-        return f"a correlated scalar subquery in {clause.arg_key.upper()}: only WHERE is handled"
+        return Skip(f"a correlated scalar subquery in {clause.arg_key.upper()}: only WHERE is handled")
     if len(inner.selects) != 1:
-        return "the subquery returns several columns"
+        return Skip("the subquery returns several columns")
     projection = inner.selects[0].unalias()
     aggregates = list(projection.find_all(exp.AggFunc))
     if not aggregates:
-        return "the subquery does not aggregate: not a correlated aggregate"
+        return Skip("the subquery does not aggregate: not a correlated aggregate")
     if inner.args.get("group"):
-        return "GROUP BY inside a scalar subquery"
+        return Skip("GROUP BY inside a scalar subquery")
     problem = _block_shape_problem(inner) or _aggregate_problem(aggregates, allow_count=False)
     if problem:
-        return problem
+        return Skip(problem)
     inner_items = from_items(inner)
     if non_inner_join(inner) or any(nested_join(i) is not None for i in inner_items):
-        return "the subquery's relations are not joined by inner joins only"
+        return Skip("the subquery's relations are not joined by inner joins only")
     inner_aliases = [i.alias_or_name for i in inner_items]
     idents = {a: identity(sub, a) for a in inner_aliases}
     if not inner_aliases or any(i is None for i in idents.values()):
-        return "the aggregate reads a derived table, not a table or CTE"
+        return Skip("the aggregate reads a derived table, not a table or CTE")
     if any(c.table not in inner_aliases for c in projection.find_all(exp.Column)):
-        return "the subquery's result reads outer columns"
+        return Skip("the subquery's result reads outer columns")
+    split = _correlation_pairs(inner, inner_aliases)
+    if isinstance(split, Skip):
+        return split
+    local, pairs = split
+    return _Correlated(select, inner, wrapper, projection, aggregates, inner_aliases, idents, local, pairs)
+
+
+def _correlation_pairs(inner: exp.Select, inner_aliases: list) -> tuple[list, list] | Skip:
+    """(the subquery's own predicates, its correlation equalities as (alias, column, outer column))."""
     local, pairs = [], []
     for predicate in block_conjuncts(inner):
         columns = list(predicate.find_all(exp.Column))
@@ -319,37 +382,53 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
             mine = predicate.this if predicate.this.table in inner_aliases else predicate.expression
             pairs.append((mine.table, mine.name, outside[0]))
             continue
-        return f"a correlated predicate other than an equality: {normalized(predicate)}"
+        return Skip(f"a correlated predicate other than an equality: {normalized(predicate)}")
     if not pairs:
-        return "no correlation equality found"
+        return Skip("no correlation equality found")
+    return local, pairs
+
+
+def _match_subquery(shape: _Correlated, outer: Scope, schema) -> _Matched | Skip:
+    select = shape.select
     join = non_inner_join(select)
     if join:
-        return f"the outer block has a {join}: which rows survive is not the inner join's"
+        return Skip(f"the outer block has a {join}: which rows survive is not the inner join's")
     if any(nested_join(i) is not None for i in from_items(select)):
-        return "the outer block has a nested join: not matched"
+        return Skip("the outer block has a nested join: not matched")
     outer_conjuncts = block_conjuncts(select)
-    relations = ", ".join(sorted({idents[a][1] for a in inner_aliases}))
-    if not all(any(identity(outer, o) == idents[a] for o in outer.selected_sources) for a in inner_aliases):
-        return (
+    relations = ", ".join(sorted({shape.idents[a][1] for a in shape.inner_aliases}))
+    if not all(any(identity(outer, o) == shape.idents[a] for o in outer.selected_sources) for a in shape.inner_aliases):
+        return Skip(
             "the aggregate reads another relation than the outer block (no input correlation): Spark's "
             "decorrelated aggregate and join stay"
         )
-    match = _match_outer(inner_aliases, idents, local, pairs, outer, outer_conjuncts, schema)
+    match = _match_outer(shape.inner_aliases, shape.idents, shape.local, shape.pairs, outer, outer_conjuncts, schema)
     if isinstance(match, str):
-        return match
+        return Skip(match)
     mapping, direct = match
-    keys = [(mapping[a], name) for a, name, _ in pairs]
-    key_set = {(t.lower(), n.lower()) for t, n in keys} | {(c.table.lower(), c.name.lower()) for _, _, c in pairs}
+    keys = [(mapping[a], name) for a, name, _ in shape.pairs]
+    return _Matched(mapping, direct, keys, outer_conjuncts, relations)
+
+
+def _whole_block_problem(
+    expression, shape: _Correlated, matched: _Matched, outer: Scope, sub: Scope, scopes, estimator
+):
+    """Why a window over the outer block's whole join would not do (None: it would), or a Skip
+    when no window does (the outer block filters the input further)."""
+    select, mapping = shape.select, matched.mapping
+    key_set = {(t.lower(), n.lower()) for t, n in matched.keys} | {
+        (c.table.lower(), c.name.lower()) for _, _, c in shape.pairs
+    }
     image = {o.lower() for o in mapping.values()}
-    renamed_local = {normalized(renamed_all(p, mapping)) for p in local}
-    extra = [c for c in outer_conjuncts if c.find(exp.Select) is None and normalized(c) not in renamed_local]
+    renamed_local = {normalized(renamed_all(p, mapping)) for p in shape.local}
+    extra = [c for c in matched.outer_conjuncts if c.find(exp.Select) is None and normalized(c) not in renamed_local]
     whole_problem = None
     for predicate in extra:
         own = [(c.table.lower(), c.name.lower()) for c in predicate.find_all(exp.Column)]
         if not any(t in image and (t, n) not in key_set for t, n in own):
             continue
         if all(t in image for t, _ in own):
-            return (
+            return Skip(
                 f"the outer block filters {', '.join(sorted(image))} further ({normalized(predicate)}): Spark "
                 "pushes that filter into its read of the input, which a window would read whole (measured 2.1x "
                 "slower)"
@@ -359,7 +438,7 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
         )
     others = [a for a in outer.selected_sources if a.lower() not in image]
     if others and not whole_problem:
-        loose = [a for a in aggregates if not isinstance(a, DUPLICATE_INSENSITIVE_AGGREGATES)]
+        loose = [a for a in shape.aggregates if not isinstance(a, DUPLICATE_INSENSITIVE_AGGREGATES)]
         if loose:
             whole_problem = (
                 f"{type(loose[0]).__name__.upper()} over a join with {', '.join(others)} would count "
@@ -371,74 +450,86 @@ def _scalar_subquery(expression, outer: Scope, sub: Scope, scopes, estimator, sc
         whole_problem = "a subquery in an ON clause"
     if whole_problem is None and any(isinstance(p.unalias(), exp.Star) for p in select.selects):
         whole_problem = "the outer block selects *"
-    if whole_problem is None:
-        rows, width = _outer_block_figures(expression, select, outer, scopes, estimator)
-        single = len(inner_aliases) == 1 and others
-        if single:  # the window over the input alone is valid too: window over the fewer rows
-            inner_rows = estimator.join_block(sub).rows
-            if not rows.is_absent and not inner_rows.is_absent and rows.value > inner_rows.value:
-                whole_problem = "the outer block's join has more rows than the input"
-    if whole_problem is not None and len(inner_aliases) > 1:
-        return whole_problem + ": the window over the outer block would see other rows than the aggregate"
-    if whole_problem is None and (others or len(inner_aliases) > 1):
-        recompute = Estimate.exact(0)
-        redone = []
-        for a in inner_aliases:
-            stage = cost_model.recompute(estimator, sub, a)
-            recompute = recompute + stage.cost
-            redone.append(stage.redone)
-        if recompute.is_absent or rows.is_absent or width.is_absent:
-            return "statistics absent for the aggregate's input or the outer block: Spark's plan stays"
-        window = cost_model.window(rows, width.value, 1)
-        figures = dict(
-            recompute_bytes=round(recompute.value),
-            window_shuffle_bytes=round(window.value),
-            window_rows=round(rows.value),
-            redone="; ".join(redone),
-            form="window over the outer block",
-        )
-        if not cost_model.window_pays(recompute, window):
-            return (
-                f"reading the input again redoes {'; '.join(redone)}: {_mb(recompute.value)} against "
-                f"{_mb(window.value)} to shuffle the outer block for a window; Spark's aggregate and join stay"
-            )
+    if whole_problem is None and len(shape.inner_aliases) == 1 and others:
+        # The window over the input alone is valid too: window over the fewer rows.
+        rows, _ = _outer_block_figures(expression, select, outer, scopes, estimator)
+        inner_rows = estimator.join_block(sub).rows
+        if not rows.is_absent and not inner_rows.is_absent and rows.value > inner_rows.value:
+            whole_problem = "the outer block's join has more rows than the input"
+    return whole_problem
 
-        def plan_whole() -> None:
-            _rewrite_whole_block(expression, select, wrapper, projection, mapping, keys, direct)
 
-        reason = (
-            f"correlated {', '.join(type(a).__name__.upper() for a in aggregates)} over {relations} on "
-            f"{', '.join(f'{t}.{n}' for t, n in keys)} -> window over one read of the outer block's join"
+def _window_over_outer_block(
+    expression, shape: _Correlated, matched: _Matched, outer: Scope, sub: Scope, scopes, estimator, cost_model
+) -> _Rewrite | Skip:
+    rows, width = _outer_block_figures(expression, shape.select, outer, scopes, estimator)
+    recompute = Estimate.exact(0)
+    redone = []
+    for a in shape.inner_aliases:
+        stage = cost_model.recompute(estimator, sub, a)
+        recompute = recompute + stage.cost
+        redone.append(stage.redone)
+    if recompute.is_absent or rows.is_absent or width.is_absent:
+        return Skip("statistics absent for the aggregate's input or the outer block: Spark's plan stays")
+    window = cost_model.window(rows, width.value, 1)
+    figures = dict(
+        recompute_bytes=round(recompute.value),
+        window_shuffle_bytes=round(window.value),
+        window_rows=round(rows.value),
+        redone="; ".join(redone),
+        form="window over the outer block",
+    )
+    if not cost_model.window_pays(recompute, window):
+        return Skip(
+            f"reading the input again redoes {'; '.join(redone)}: {_mb(recompute.value)} against "
+            f"{_mb(window.value)} to shuffle the outer block for a window; Spark's aggregate and join stay"
         )
-        return (
-            reason,
-            dict(relation=relations, outer=sorted(mapping.values()), keys=[n for _, n in keys], **figures),
-            plan_whole,
+
+    def plan_whole() -> None:
+        _rewrite_whole_block(
+            expression, shape.select, shape.wrapper, shape.projection, matched.mapping, matched.keys, matched.direct
         )
-    # The window over the input alone (one relation); the outer block's other relations join it.
-    (inner_alias,) = inner_aliases
-    chosen = mapping[inner_alias]
-    key_names = [n for _, n in keys]
-    columns = columns_of(select, outer, chosen, scopes)
+
+    reason = (
+        f"correlated {', '.join(type(a).__name__.upper() for a in shape.aggregates)} over {matched.relations} on "
+        f"{', '.join(f'{t}.{n}' for t, n in matched.keys)} -> window over one read of the outer block's join"
+    )
+    details = dict(
+        relation=matched.relations,
+        outer=sorted(matched.mapping.values()),
+        keys=[n for _, n in matched.keys],
+        **figures,
+    )
+    return _Rewrite(reason, details, plan_whole)
+
+
+def _window_over_input(
+    expression, shape: _Correlated, matched: _Matched, outer: Scope, sub: Scope, scopes, estimator, cost_model
+) -> _Rewrite | Skip:
+    """The window over the input alone (one relation); the outer block's other relations join it."""
+    (inner_alias,) = shape.inner_aliases
+    chosen = matched.mapping[inner_alias]
+    key_names = [n for _, n in matched.keys]
+    columns = columns_of(shape.select, outer, chosen, scopes)
     skip, figures = _cost_decision(estimator, sub, inner_alias, columns, 1, cost_model)
     if skip:
-        return skip
+        return Skip(skip)
 
     def plan() -> None:
         (name,) = fresh_names(expression, 1)
-        value = _windowed(projection, inner_alias, chosen, key_names)
-        if direct:  # the subquery of a row whose key is NULL matches nothing: NULL
+        value = _windowed(shape.projection, inner_alias, chosen, key_names)
+        if matched.direct:  # the subquery of a row whose key is NULL matches nothing: NULL
             value = _null_for_null_keys(value, [exp.column(k, table=chosen) for k in key_names])
-        filters = [renamed(p, inner_alias, chosen) for p in local]
-        block = _window_block(inner.args["from_"].this, chosen, columns, [(name, value)], filters)
-        wrapper.replace(exp.paren(exp.column(name, table=chosen)))
-        _item(select, chosen).replace(block)
+        filters = [renamed(p, inner_alias, chosen) for p in shape.local]
+        block = _window_block(shape.inner.args["from_"].this, chosen, columns, [(name, value)], filters)
+        shape.wrapper.replace(exp.paren(exp.column(name, table=chosen)))
+        _item(shape.select, chosen).replace(block)
 
     reason = (
-        f"correlated {', '.join(type(a).__name__.upper() for a in aggregates)} over {relations} on "
+        f"correlated {', '.join(type(a).__name__.upper() for a in shape.aggregates)} over {matched.relations} on "
         f"{', '.join(key_names)} -> window over one read of {chosen}"
     )
-    return reason, dict(relation=relations, outer=chosen, keys=key_names, **figures), plan
+    return _Rewrite(reason, dict(relation=matched.relations, outer=chosen, keys=key_names, **figures), plan)
 
 
 def _null_supplying_join(select: exp.Select, s_alias: str):
@@ -632,22 +723,22 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
     s_scope: Scope = outer.selected_sources[s_alias][1]
     inner = s_scope.expression
     if not isinstance(inner, exp.Select) or not inner.args.get("group"):
-        return ""
+        return Skip("", record=False)  # not an aggregate at all: nothing worth recording
     if inner.args.get("joins"):
-        return "the aggregate's input is a join: not matched against the outer block"
+        return Skip("the aggregate's input is a join: not matched against the outer block")
     problem = _block_shape_problem(inner)
     if problem:
-        return problem
+        return Skip(problem)
     (inner_alias,) = list(s_scope.selected_sources) or [None]
     ident = identity(s_scope, inner_alias) if inner_alias else None
     if ident is None:
-        return "the aggregate reads a derived table, not a table or CTE"
+        return Skip("the aggregate reads a derived table, not a table or CTE")
     same = [a for a in outer.selected_sources if a != s_alias and identity(outer, a) == ident]
     if not same:
-        return ""  # an aggregate of another relation: nothing correlated here
+        return Skip("", record=False)  # an aggregate of another relation: nothing correlated here
     group_keys = inner.args["group"].expressions
     if not all(isinstance(k, exp.Column) and k.table == inner_alias for k in group_keys):
-        return "GROUP BY an expression, not a column"
+        return Skip("GROUP BY an expression, not a column")
     key_names = [k.name for k in group_keys]
     key_of: dict[str, str] = {}  # s's output name -> key column
     windowed: list[tuple[str, exp.Expression]] = []
@@ -660,15 +751,15 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
         found = list(body.find_all(exp.AggFunc))
         loose = [c for c in body.find_all(exp.Column) if not c.find_ancestor(exp.AggFunc)]
         if not found or loose:
-            return f"output {projection.alias_or_name} is neither a key nor an aggregate"
+            return Skip(f"output {projection.alias_or_name} is neither a key nor an aggregate")
         aggregates += found
         windowed.append((projection.alias_or_name, body))
     problem = _aggregate_problem(aggregates, allow_count=True)
     if problem:
-        return problem
+        return Skip(problem)
     outer_join = _null_supplying_join(select, s_alias)
     if isinstance(outer_join, str):
-        return outer_join
+        return Skip(outer_join)
     outer_conjuncts = block_conjuncts(select, inner_only=outer_join is not None)
     for alias in same:
         if outer_join is not None and not _preserved(select, outer_join, alias, s_alias):
@@ -688,11 +779,11 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
         if set(equalities) == set(key_names):
             break
     else:
-        return "not joined back to the same relation on every grouping key"
+        return Skip("not joined back to the same relation on every grouping key")
     if outer_join is not None:
         on = conjuncts(outer_join.args.get("on"))
         if len(on) != len(equalities) or any(all(p is not e for e in equalities.values()) for p in on):
-            return (
+            return Skip(
                 "the outer join's ON clause has more than the key equalities: a row failing it keeps NULLs, "
                 "which a window cannot tell"
             )
@@ -700,12 +791,12 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
     local = conjuncts(where.this if where else None)
     problem = _filters_covered(local, inner_alias, outer_conjuncts, alias, key_names)
     if problem:
-        return problem
+        return Skip(problem)
     columns = columns_of(select, outer, alias, scopes)
     columns += [k for k in key_names if k not in columns]
     skip, figures = _cost_decision(estimator, s_scope, inner_alias, columns, len(windowed), cost_model)
     if skip:
-        return skip
+        return Skip(skip)
 
     def plan() -> None:
         names = fresh_names(expression, len(windowed))
@@ -729,4 +820,4 @@ def _derived_aggregate(expression, outer: Scope, s_alias: str, scopes, estimator
         f"{', '.join(type(a).__name__.upper() for a in aggregates)} over {ident[1]} per {', '.join(key_names)}, "
         f"joined back to {alias} -> window over one read"
     )
-    return reason, dict(relation=ident[1], outer=alias, keys=key_names, **figures), plan
+    return _Rewrite(reason, dict(relation=ident[1], outer=alias, keys=key_names, **figures), plan)
