@@ -171,6 +171,7 @@ def test_sum_over_the_outer_block_would_change_results(corr_tables, monkeypatch)
     """Why SUM keeps to the window over the input alone when the outer block joins another relation
     on the key: over that join each row repeats once per match. Allowed anyway, the rewrite returns
     other rows on this data (orders repeat customers), so the guard is not decoration."""
+    from dbt.adapters.hiveopt.optimizer import correlated_scalar_subquery as shape
     from dbt.adapters.hiveopt.optimizer import cost_model
     from dbt.adapters.hiveopt.optimizer.rules import merge_correlated_aggregates as rule
 
@@ -178,7 +179,7 @@ def test_sum_over_the_outer_block_would_change_results(corr_tables, monkeypatch)
     case = next(c for c in load_cases(rule.__name__.rsplit(".", 1)[1]) if c.title.startswith("SUM with another"))
     safe = optimize(case.sql, context_for(case, only_rule=case.rule))
     assert Counter(rows_of(spark, safe.sql)) == Counter(rows_of(spark, case.sql))
-    monkeypatch.setattr(rule, "DUPLICATE_INSENSITIVE_AGGREGATES", rule.DUPLICATE_INSENSITIVE_AGGREGATES + (exp.Sum,))
+    monkeypatch.setattr(shape, "DUPLICATE_INSENSITIVE_AGGREGATES", shape.DUPLICATE_INSENSITIVE_AGGREGATES + (exp.Sum,))
     monkeypatch.setattr(cost_model, "MIN_RECOMPUTE_TO_WINDOW_RATIO", 0.0)
     unsafe = optimize(
         case.sql.replace("o2.region = 'EU'", "o2.region = 'EU' AND o2.order_id < 100"),
