@@ -125,13 +125,20 @@ def build_join_graph(select: exp.Select, start: int = 0) -> JoinGraph | None:
         prefix=prefix,
         prefix_aliases=prefix_aliases,
     )
-    members = set(aliases)
+    _add_predicates(graph, select)
+    return graph
 
+
+def _add_predicates(graph: JoinGraph, select: exp.Select) -> None:
+    """The run's ON predicates, and WHERE's when nothing in the block stops them, as the graph's
+    edges (equi-joins of two nodes), complex predicates (several nodes) or local ON filters."""
+    joins = select.args.get("joins") or []
+    members = set(graph.aliases)
     candidates: list[tuple[exp.Expression, bool]] = []
-    for join in joins[start : start + run_length]:
+    for join in joins[graph.start : graph.start + graph.run_length]:
         candidates += [(p, False) for p in conjuncts(join.args.get("on"))]
     where = select.args.get("where")
-    if where is not None and barrier is None:
+    if where is not None and graph.barrier is None:
         # With a barrier in the block, WHERE applies after it: leave WHERE alone.
         candidates += [(p, True) for p in conjuncts(where.this) if _movable(p)]
     for predicate, from_where in candidates:
@@ -152,4 +159,3 @@ def build_join_graph(select: exp.Select, start: int = 0) -> JoinGraph | None:
             graph.complex_predicates.append((frozenset(read), predicate))
         if from_where:
             graph.moved_from_where.append(predicate)
-    return graph

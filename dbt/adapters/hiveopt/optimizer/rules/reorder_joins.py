@@ -353,12 +353,17 @@ def _rewrite(select: exp.Select, graph: JoinGraph, planner: _Planner, plan: Plan
     rest = all_joins[graph.start + graph.run_length :]
     select.set("from_", exp.From(this=first))
     select.set("joins", joins + rest)
-    if graph.moved_from_where:  # the join predicates written in WHERE now stand in ON clauses
+    _drop_moved_from_where(select, graph)
+    return True
+
+
+def _drop_moved_from_where(select: exp.Select, graph: JoinGraph) -> None:
+    """The join predicates written in WHERE now stand in ON clauses: WHERE keeps the rest."""
+    if graph.moved_from_where:
         moved = {id(p) for p in graph.moved_from_where}
         where = select.args.get("where")
         kept = [p for p in conjuncts(where.this if where else None) if id(p) not in moved]
         select.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
-    return True
 
 
 def _aliases(planner: _Planner, plan: Plan) -> list[str]:
