@@ -6,7 +6,7 @@ from helpers.fixtures import context_for, load_cases
 
 from dbt.adapters.hiveopt.optimizer import optimize
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
-from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
+from dbt.adapters.hiveopt.optimizer.pipeline import PART_NAMES, RULE_NAMES
 
 CASES = [case for rule in RULE_NAMES for case in load_cases(rule)]
 FIRING = [case for case in CASES if case.expected is not None]
@@ -62,3 +62,37 @@ def test_every_rule_switched_off_leaves_the_text_untouched():
         assert result.switched_off and result.fallback_reason == "every rule switched off", str(case)
         assert not result.changed and result.sql == case.sql, str(case)
         assert not any(r.enabled or r.decisions for r in result.rules), str(case)
+
+
+SIBLING_CASES = [case for case in FIRING if case.rule == "merge_sibling_aggregates"]
+
+
+@pytest.mark.parametrize("part", [p for p in PART_NAMES if p.startswith("merge_sibling_aggregates.")])
+def test_each_part_of_merge_sibling_aggregates_switches_on_its_own(part):
+    """A shape switched off by name ("false", as a profile gives it) changes what the rule writes
+    on some fixture, and never breaks it; the other shapes still run."""
+    changed = 0
+    for case in SIBLING_CASES:
+        context = context_for(case, only_rule=case.rule, rule_off=part)
+        assert context.config.rules[part] is False
+        result = optimize(case.sql, context)
+        assert result.fallback_reason is None, str(case)
+        assert all(r.error is None for r in result.rules), str(case)
+        changed += _normalized(result.sql) != _normalized(case.expected)
+    assert changed, f"switching {part} off changed no fixture"
+
+
+def test_every_part_off_and_the_rule_writes_nothing():
+    parts = [p for p in PART_NAMES if p.startswith("merge_sibling_aggregates.")]
+    for case in SIBLING_CASES:
+        switches = {**{name: name == case.rule for name in RULE_NAMES}, **{p: False for p in parts}}
+        context = context_for(case, rules=switches)
+        result = optimize(case.sql, context)
+        assert not result.fired_rules and result.sql == case.sql, str(case)
+
+
+def test_an_unknown_part_is_rejected_with_the_known_ones():
+    from dbt.adapters.hiveopt.optimizer.config import validate_settings
+
+    _, problems = validate_settings({"rules": {"merge_sibling_aggregates.widen": False}})
+    assert len(problems) == 1 and "merge_sibling_aggregates.widen_scalar_siblings" in problems[0]

@@ -175,7 +175,9 @@ def validate_settings(block: Mapping[str, Any]) -> tuple[dict[str, Any], list[st
     {'rules': {'reorder_joins': False}, 'skewed_keys': {'db.f': {'k': ['hot']}}, 'task_slots': 4}
     >>> problems  # doctest: +NORMALIZE_WHITESPACE
     ["rules: unknown rule 'reorder' (rules: merge_correlated_aggregates, merge_sibling_aggregates,
-      reorder_joins, rewrite_skew_joins, select_join_algorithms, prune_partitions_from_small_side)",
+      reorder_joins, rewrite_skew_joins, select_join_algorithms, prune_partitions_from_small_side;
+      parts: merge_sibling_aggregates.merge_derived_siblings, merge_sibling_aggregates.group_by_distinct_first,
+      merge_sibling_aggregates.widen_scalar_siblings, merge_sibling_aggregates.join_scalar_siblings)",
      "skewed_keys['db.f']['k']: NULL is never a hot key",
      "verify: 'maybe' is not true or false"]
     """
@@ -214,7 +216,7 @@ RETIRED_RULES = {
 
 
 def _rules(value: Any, problems: list[str]) -> dict[str, bool]:
-    from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES  # the RULES tuple is the source of truth
+    from dbt.adapters.hiveopt.optimizer.pipeline import PART_NAMES, RULE_NAMES  # RULES is the source of truth
 
     if not isinstance(value, Mapping):
         raise ValueError("must map rule names to true or false")
@@ -222,8 +224,10 @@ def _rules(value: Any, problems: list[str]) -> dict[str, bool]:
     for name, switch in value.items():
         if str(name) in RETIRED_RULES:
             continue  # a profile written for an earlier version keeps working
-        if str(name) not in RULE_NAMES:
-            problems.append(f"rules: unknown rule {name!r} (rules: {', '.join(RULE_NAMES)})")
+        if str(name) not in RULE_NAMES + PART_NAMES:
+            problems.append(
+                f"rules: unknown rule {name!r} (rules: {', '.join(RULE_NAMES)}; parts: {', '.join(PART_NAMES)})"
+            )
             continue
         try:
             switches[str(name)] = _boolean(switch)

@@ -25,7 +25,7 @@ from dbt.adapters.hiveopt.optimizer.invariants import check_invariants, generate
 from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery, UnsupportedQuery, prepare_query
 from dbt.adapters.hiveopt.optimizer.rule import Rule, check_report
 from dbt.adapters.hiveopt.optimizer.rules.merge_correlated_aggregates import merge_correlated_aggregates
-from dbt.adapters.hiveopt.optimizer.rules.merge_sibling_aggregates import merge_sibling_aggregates
+from dbt.adapters.hiveopt.optimizer.rules.merge_sibling_aggregates import SHAPE_NAMES, merge_sibling_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side import (
     plan_value_fetches,
     prune_partitions_from_small_side,
@@ -55,6 +55,7 @@ RULES: tuple[Rule, ...] = (
         why_here="before the join rules for the same reason (siblings merged leave one relation where there "
         "were several); independent of merge_correlated_aggregates (aggregate with aggregate, not with rows)",
         excludes=("rewrite_skew_joins",),
+        parts=SHAPE_NAMES,
     ),
     Rule(
         "reorder_joins",
@@ -85,6 +86,8 @@ RULES: tuple[Rule, ...] = (
 )
 
 RULE_NAMES = tuple(rule.name for rule in RULES)
+# The parts of rules that can be switched on their own (`merge_sibling_aggregates.widen_scalar_siblings`).
+PART_NAMES = tuple(part for rule in RULES for part in rule.part_names)
 
 # A view is a stored definition: Spark plans it each time it is read, and the models that read
 # it are planned through it, on the data as it is then. Choices made from today's sizes and values

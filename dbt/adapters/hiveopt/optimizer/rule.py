@@ -48,10 +48,22 @@ class Rule:
     # `prepass(expression, estimator, config, materialization, partitioning)` -> fetches
     # (partition pruning's small-side values). The adapter runs them; the rule reads the results.
     prepass: Callable[..., Sequence[Any]] | None = None
+    # Named parts of the rule that can be switched on their own as `<rule>.<part>` (the shapes
+    # of merge_sibling_aggregates); the rule reads its switches from `config`.
+    parts: tuple[str, ...] = ()
     _parameters: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_parameters", frozenset(inspect.signature(self.function).parameters))
+
+    @property
+    def part_names(self) -> tuple[str, ...]:
+        """The switch names of the rule's parts.
+
+        >>> Rule("r", lambda expression: expression, why_here="", parts=("a", "b")).part_names
+        ('r.a', 'r.b')
+        """
+        return tuple(f"{self.name}.{part}" for part in self.parts)
 
     def arguments(self, available: dict[str, Any]) -> dict[str, Any]:
         """Only the arguments the rule names."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.cost_model import CostModel
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
@@ -27,8 +28,8 @@ from dbt.adapters.hiveopt.optimizer.join_scalar_siblings import join_scalar_sibl
 from dbt.adapters.hiveopt.optimizer.merge_derived_siblings import merge_derived_siblings
 from dbt.adapters.hiveopt.optimizer.widen_scalar_siblings import widen_scalar_siblings
 
-# The rule's rewrites, one per shape of sibling aggregates, in the order they apply. The rule runs
-# those in `shapes` (all of them): a switch per shape is a filter of this tuple there.
+# The rule's rewrites, one per shape of sibling aggregates, in the order they apply. Each can be
+# switched on its own as `merge_sibling_aggregates.<function name>` in `rules:`.
 SHAPES = (
     # Derived tables of one block over one input (q28, q88) -> one pass with FILTER clauses.
     # First: the derived table join_scalar_siblings adds carries FILTER clauses, which it would refuse.
@@ -45,13 +46,20 @@ SHAPES = (
     join_scalar_siblings,
 )
 
+SHAPE_NAMES = tuple(shape.__name__ for shape in SHAPES)
+
 
 def merge_sibling_aggregates(
-    expression: exp.Expression, estimator: Estimator, cost_model: CostModel, log: DecisionLog
+    expression: exp.Expression,
+    estimator: Estimator,
+    cost_model: CostModel,
+    log: DecisionLog,
+    config: OptimizerConfig | None = None,
 ) -> exp.Expression:
     """Merge aggregations of one input under different filters into one pass with FILTER clauses
     (derived-table siblings, and uncorrelated scalar subqueries of one block): the rewrites of
-    SHAPES, in order. Needs no statistics. Details: docs/rules/merge_sibling_aggregates.md.
+    SHAPES switched on in `config` (all by default), in order. Needs no statistics. Details:
+    docs/rules/merge_sibling_aggregates.md.
 
     >>> from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
     >>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
@@ -65,7 +73,8 @@ def merge_sibling_aggregates(
     SELECT b1.a AS a, b1.c AS c FROM (SELECT AVG(t.p) FILTER(WHERE t.q < 5) AS a,
     COUNT(t.p) FILTER(WHERE t.q >= 5) AS c FROM db.t AS t WHERE t.q < 5 OR t.q >= 5) AS b1
     """
-    shapes = SHAPES  # the shapes switched on: all of them
+    config = config or OptimizerConfig()
+    shapes = [s for s in SHAPES if config.rule_enabled(f"merge_sibling_aggregates.{s.__name__}")]
     if merge_derived_siblings in shapes:
         merge_derived_siblings(expression, estimator, cost_model, log, distinct_first=group_by_distinct_first in shapes)
     if widen_scalar_siblings in shapes:
