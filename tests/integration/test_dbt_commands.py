@@ -4,6 +4,8 @@ and the one warning of a fallback."""
 
 import json
 import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -160,6 +162,36 @@ def test_explain_command(project, capsys):
     assert main(["explain", "joined", "--project-dir", str(project)]) == 0
     out = capsys.readouterr().out
     assert "BROADCAST" in out and "+ broadcast p" in out
+    # The join tree as written (no hint: Spark chooses) and as rewritten (the hint on p), with
+    # estimated rows for people, not Python dicts.
+    written = out.split("root, as written:\n")[1].split("\n\n")[0]
+    chosen = out.split("root, as rewritten:\n")[1].split("\n\n")[0]
+    assert "join inner on " in written and "no hint: Spark chooses at run time" in written, written
+    assert "; BROADCAST p" in chosen and "  scan p (commands.people): " in chosen and " rows, " in chosen, chosen
+    assert "{'precision'" not in out and "precision':" not in out
+    # The SQL before is what dbt compiled, as it wrote it.
+    compiled = (project / "target" / "compiled" / "commands" / "models" / "joined.sql").read_text().strip()
+    assert "-- before (the SQL dbt compiled)\n" + compiled in out
+
+
+def test_explain_into_a_closed_pipe_ends_quietly(project):
+    script = os.path.join(os.path.dirname(sys.executable), "hiveopt")
+    done = subprocess.run(
+        f"{script} explain joined --project-dir {project} | head -1", shell=True, capture_output=True, text=True
+    )
+    assert done.stdout.startswith("model joined: rewritten") and "Traceback" not in done.stderr, done.stderr
+
+
+def test_summary_shows_the_last_invocation_only(project, capsys):
+    from dbt.adapters.hiveopt.cli import main
+
+    assert dbt(project, "run", "--select", "joined").success
+    assert main(["summary", "--project-dir", str(project)]) == 0
+    out = capsys.readouterr().out
+    out = out[out.index("model  ") :]  # after dbt's own log lines
+    models = [line.split()[0] for line in out.splitlines()[1:] if line and not line.startswith(("(", "statistics"))]
+    assert models == ["joined"], out
+    assert "records of earlier dbt invocations not shown)" in out
 
 
 def test_debug_names_a_bad_optimizer_setting(tmp_path):

@@ -14,20 +14,25 @@ import argparse
 import json
 import os
 import sys
+from typing import Any
 
-import sqlglot
 
+def _estimate(value: Any) -> str:
+    """An estimate record ({"value": .., "precision": ..} or {"rows": ..}) for people."""
+    from dbt.adapters.hiveopt.optimizer.join_trees import human_rows
 
-def _pretty(sql: str) -> str:
-    try:
-        from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
-
-        return sqlglot.transpile(sql, read=DIALECT, write=DIALECT, pretty=True)[0]
-    except Exception:
-        return sql
+    if not isinstance(value, dict):
+        return str(value)
+    rows = value.get("value", value.get("rows"))
+    precision = value.get("precision", "")
+    if precision == "absent" or rows is None:
+        return "no statistics"
+    return f"{human_rows(rows)} ({precision})"
 
 
 def explain(model: str, project_dir: str) -> int:
+    from dbt.adapters.hiveopt.optimizer.join_trees import render
+
     path = os.path.join(project_dir, "target", "hiveopt", f"{model}.json")
     if not os.path.exists(path):
         print(f"no record for {model} at {path}: run the model with a hiveopt profile first", file=sys.stderr)
@@ -40,9 +45,25 @@ def explain(model: str, project_dir: str) -> int:
     )
     if record.get("fallback_reason"):
         print(f"not optimized: {record['fallback_reason']}")
-    print("\n-- before\n" + _pretty(record.get("original_sql", "")))
+    if record.get("unchanged_reason"):
+        print(f"unchanged: {record['unchanged_reason']}")
+    print("\n-- before (the SQL dbt compiled)\n" + record.get("original_sql", "").strip())
     if record.get("changed"):
-        print("\n-- after\n" + _pretty(record.get("optimized_sql", "")))
+        print("\n-- after (the SQL Spark ran)\n" + record.get("optimized_sql", "").strip())
+    trees = record.get("join_trees") or {}
+    if trees.get("written"):
+        print("\n-- join trees (estimated rows and size; the join algorithm asked of Spark)")
+        for block, tree in trees["written"].items():
+            chosen = (trees.get("chosen") or {}).get(block)
+            print(f"{block}, as written:")
+            print("\n".join("  " + line for line in render(tree)))
+            if chosen is not None and chosen != tree:
+                print(f"{block}, as rewritten:")
+                print("\n".join("  " + line for line in render(chosen)))
+        for block, tree in (trees.get("chosen") or {}).items():
+            if block not in trees["written"]:  # a block a rewrite added (a skew split's branch)
+                print(f"{block}, added by the rewrite:")
+                print("\n".join("  " + line for line in render(tree)))
     print("\n-- decisions")
     for rule in record.get("rules", []):
         print(f"{rule['rule']}: {'fired' if rule['fired'] else 'did not fire'} ({rule['elapsed_ms']:.1f} ms)")
@@ -51,16 +72,15 @@ def explain(model: str, project_dir: str) -> int:
             print(f"  {mark} {decision['reason']}")
     print("\n-- estimated rows per block")
     for block, estimate in (record.get("estimates") or {}).items():
-        if isinstance(estimate, dict):
-            print(f"  {block}: {estimate.get('value')} ({estimate.get('precision')})")
+        print(f"  {block}: {_estimate(estimate)}")
     print("\n-- statistics used")
     for table, used in (record.get("statistics_used") or {}).items():
-        print(f"  {table}: {used}")
+        print(f"  {table}: {_estimate(used)}")
     for table, cost in (record.get("after_build_statistics") or {}).items():
         if cost.get("gathered") is False:
             print(f"  not gathered after the build: {table}: {cost['reason']}")
         else:
-            print(f"  gathered {table} after the build: {cost}")
+            print(f"  gathered {table} after the build in {cost.get('gather_seconds', 0):.2f} s")
     return 0
 
 
@@ -71,9 +91,13 @@ def summary(project_dir: str) -> int:
         return 1
     rows = []
     total_gather = 0.0
+    last, older = _last_invocation(project_dir), 0
     for name in sorted(n[:-5] for n in os.listdir(folder) if n.endswith(".json")):
         with open(os.path.join(folder, name + ".json")) as handle:
             record = json.load(handle)
+        if last and record.get("invocation_id") != last:
+            older += 1  # a model the last dbt invocation did not build
+            continue
         fired = ", ".join(record.get("fired_rules") or []) or ("fallback" if record.get("fallback_reason") else "-")
         # Statistics gathered for the model: its inputs' on first read, its own after its build.
         seconds = sum(
@@ -96,6 +120,8 @@ def summary(project_dir: str) -> int:
     print(f"{'model':45} {'rules fired':{width}} {'opt ms':>7} {'gather s':>9} {'build s':>8} {'ratio':>6}")
     for name, fired, ms, gather, build, ratio in rows:
         print(f"{name:45} {fired:{width}} {ms:7.1f} {gather:>9} {build:>8} {ratio:>6}")
+    if older:
+        print(f"({older} records of earlier dbt invocations not shown)")
     built = _node_seconds(project_dir)
     if built:
         rest = max(built - total_gather, 1e-9)
@@ -104,6 +130,16 @@ def summary(project_dir: str) -> int:
             f"({100 * total_gather / rest:.0f}%)"
         )
     return 0
+
+
+def _last_invocation(project_dir: str) -> str | None:
+    """The id of dbt's last invocation in this project (its run_results.json), if any."""
+    path = os.path.join(project_dir, "target", "run_results.json")
+    try:
+        with open(path) as handle:
+            return (json.load(handle).get("metadata") or {}).get("invocation_id")
+    except (OSError, ValueError):
+        return None
 
 
 def _node_seconds(project_dir: str) -> float:
@@ -165,5 +201,18 @@ def main(argv: list[str] | None = None) -> int:
     return analyze(args.names, args.project_dir, args.profiles_dir, args.target)
 
 
+def run(argv: list[str] | None = None) -> int:
+    """The console entry point: `hiveopt explain x | head` ends quietly when the pipe closes."""
+    try:
+        code = main(argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        # Python flushes stdout again at exit; point it at /dev/null so that raises nothing either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

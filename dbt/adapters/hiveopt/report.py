@@ -24,6 +24,17 @@ def model_label(model: dict[str, Any] | None, relation: Any) -> str:
     return "query"
 
 
+def current_invocation() -> str | None:
+    """dbt's id of this invocation (run_results.json has the same): `hiveopt summary` shows only
+    the records of the last one."""
+    try:
+        from dbt_common.invocation import get_invocation_id
+
+        return get_invocation_id()
+    except Exception:
+        return None
+
+
 class Report:
     def __init__(self, folder: str):
         self.folder = folder
@@ -41,6 +52,7 @@ class Report:
         return os.path.join(self.folder, safe + suffix)
 
     def write(self, label: str, sql: str, record: dict[str, Any]) -> None:
+        record = {**record, "invocation_id": current_invocation()}
         with _lock:
             os.makedirs(self.folder, exist_ok=True)
             with open(self._path(label, ".sql"), "w") as handle:

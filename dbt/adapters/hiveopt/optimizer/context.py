@@ -77,6 +77,8 @@ class OptimizedQuery:
     rules: list[RuleRun] = field(default_factory=list)
     estimates: dict[str, Any] = field(default_factory=dict)
     statistics_used: dict[str, Any] = field(default_factory=dict)
+    # {"written": {block: tree}, "chosen": ...}: see join_trees.py.
+    join_trees: dict[str, Any] = field(default_factory=dict)
     elapsed_ms: float = 0.0
 
     @property
@@ -99,6 +101,7 @@ class OptimizedQuery:
             "rules": [r.to_dict() for r in self.rules],
             "estimates": self.estimates,
             "statistics_used": self.statistics_used,
+            "join_trees": self.join_trees,
             "original_sql": self.original_sql,
             "optimized_sql": self.sql,
         }

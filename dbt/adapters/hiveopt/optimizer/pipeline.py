@@ -22,6 +22,7 @@ from dbt.adapters.hiveopt.optimizer.cost_model import CostModel
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, RuleRun
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.invariants import check_invariants, generate_checked
+from dbt.adapters.hiveopt.optimizer.join_trees import join_trees
 from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery, UnsupportedQuery, prepare_query
 from dbt.adapters.hiveopt.optimizer.rule import Rule, check_report
 from dbt.adapters.hiveopt.optimizer.rules.merge_correlated_aggregates import merge_correlated_aggregates
@@ -264,6 +265,12 @@ def optimize(sql: str, context: OptimizerContext, prepared: PreparedQuery | None
         result.estimates, result.statistics_used = _block_estimates(expression, estimator)
     except Exception as error:  # the report is best effort; the query is not affected
         result.estimates = {"error": f"{type(error).__name__}: {error}"}
+    try:  # the join trees as written and, where a rule changed the query, as rewritten
+        result.join_trees = {"written": join_trees(prepared.expression, estimator)}
+        if any(r.fired for r in result.rules):
+            result.join_trees["chosen"] = join_trees(expression, estimator)
+    except Exception as error:
+        result.join_trees = {"error": f"{type(error).__name__}: {error}"}
     if any(r.fired for r in result.rules):
         # Only a query a rule changed is regenerated; otherwise Spark runs the text as written.
         try:
