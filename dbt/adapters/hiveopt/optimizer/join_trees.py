@@ -42,11 +42,15 @@ def join_trees(expression: exp.Expression, estimator: Estimator) -> dict[str, di
     `algorithm` and `children` (left, right)."""
     estimator = estimator.over(expression)
     trees: dict[str, dict[str, Any]] = {}
+    branches = 0
     for i, scope in enumerate(traverse_scope(expression)):
         select = scope.expression
         if not isinstance(select, exp.Select) or not select.args.get("joins") or not select.args.get("from_"):
             continue
         label = block_label(scope)
+        if isinstance(select.parent, exp.SetOperation):  # a skew split's branches, or the user's
+            branches += 1
+            label = f"{type(select.parent).__name__.lower()} branch {branches}"
         hints = _hints(select)
         first, joins = select.args["from_"].this, select.args["joins"]
         trees[label if label not in trees else f"{label} #{i}"] = _tree(estimator, scope, first, joins, hints)
@@ -73,10 +77,9 @@ def _tree(estimator: Estimator, scope, first: exp.Expression, joins: list[exp.Jo
         right = _item(estimator, scope, join.this, hints, local)
         kind = " ".join(p for p in (join.side, join.kind) if p).lower() or "inner"
         on = join.args.get("on")
+        # A hint names a relation: it decides the join where that relation is a side (a scan).
         sides = [c.get("alias") for c in (node, right) if c.get("alias")]
         named = [f"{hints[a]} {a}" for a in sides if a in hints]
-        if node["kind"] == "join":  # a hint naming a relation inside the left subtree applies to it
-            named += [f"{hints[a]} {a}" for a in _aliases(node) if a in hints and f"{hints[a]} {a}" not in named]
         node = {
             "kind": "join",
             "label": f"join {kind}" + (f" on {on.sql(dialect='spark')}" if on is not None else ""),
@@ -99,12 +102,6 @@ def _item(estimator: Estimator, scope, node: exp.Expression, hints, local) -> di
     return {"kind": "scan", "label": f"scan {alias} ({what})", "alias": alias.lower(), **_figures(relation)}
 
 
-def _aliases(node: dict[str, Any]) -> list[str]:
-    if node["kind"] == "scan":
-        return [node["alias"]]
-    return [a for child in node["children"] for a in _aliases(child)]
-
-
 def _figures(relation: RelationEstimate) -> dict[str, Any]:
     rows, size = relation.rows, relation.bytes()
     return {
@@ -117,8 +114,8 @@ def _figures(relation: RelationEstimate) -> dict[str, Any]:
 def human_rows(rows: float | None) -> str:
     """Row counts for people.
 
-    >>> human_rows(5), human_rows(12_345), human_rows(6_001_215), human_rows(None)
-    ('5 rows', '12,345 rows', '6.0M rows', 'rows unknown')
+    >>> human_rows(1), human_rows(12_345), human_rows(6_001_215), human_rows(None)
+    ('1 row', '12,345 rows', '6.0M rows', 'rows unknown')
     """
     if rows is None:
         return "rows unknown"
@@ -126,7 +123,7 @@ def human_rows(rows: float | None) -> str:
         return f"{rows / 1e9:.1f}G rows"
     if rows >= 1_000_000:
         return f"{rows / 1e6:.1f}M rows"
-    return f"{round(rows):,} rows"
+    return "1 row" if round(rows) == 1 else f"{round(rows):,} rows"
 
 
 def human_bytes(size: float | None) -> str:
