@@ -114,6 +114,7 @@ class Report:
                 with open(path) as handle:
                     record = json.load(handle)
             record.setdefault("after_build_statistics", {})[table] = entry
+            record["invocation_id"] = current_invocation()  # a seed has no other record
             os.makedirs(self.folder, exist_ok=True)
             with open(path, "w") as handle:
                 json.dump(record, handle, indent=2, default=str)
