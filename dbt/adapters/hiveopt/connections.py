@@ -76,9 +76,57 @@ def session_configs(spark_dir: str) -> dict[str, str]:
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
             f"jdbc:derby:;databaseName={os.path.join(spark_dir, 'metastore_db')};create=true"
         ),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={spark_dir}",
+        "spark.driver.extraJavaOptions": (
+            f"-Dderby.system.home={spark_dir} -Dlog4j2.configurationFile=file:{spark_log_settings(spark_dir)}"
+        ),
         "spark.ui.showConsoleProgress": "false",
     }
+
+
+# The embedded session's log settings: Spark's defaults (warnings and errors on stderr, as pyspark
+# sets them) without the lines that say nothing to a dbt user and repeat on every run or connection
+# (a 101-model run printed 898: 471 "Using an existing Spark session", 268 "HiveConf of name
+# hive.internal.ss.authz.settings.applied.marker does not exist", the host name, NativeCodeLoader,
+# SparkUI port lines). Real warnings of every other logger, such as WindowExec's "No Partition
+# Defined", still show.
+QUIET_LOGGERS = (
+    "org.apache.spark.sql.SparkSession",  # Using an existing Spark session (each dbt connection)
+    "org.apache.spark.sql.classic.SparkSession",
+    "org.apache.hadoop.hive.conf.HiveConf",  # HiveConf of name hive.internal.ss.authz... does not exist
+    "org.apache.hadoop.hive.ql.session.SessionState",  # METASTORE_FILTER_HOOK will be ignored
+    "org.apache.hadoop.util.NativeCodeLoader",  # Unable to load native-hadoop library
+    "org.apache.spark.util.Utils",  # the host name, SPARK_LOCAL_IP, SparkUI port retries
+    "org.apache.spark.sql.execution.datasources.v2.CreateNamespaceExec",  # created concurrently (threads)
+)
+
+LOG4J2_PROPERTIES = """rootLogger.level = warn
+rootLogger.appenderRef.stdout.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+logger.metastore.name = org.apache.hadoop.hive.metastore.RetryingHMSHandler
+logger.metastore.level = fatal
+logger.metastore2.name = org.apache.hadoop.hive.metastore.ObjectStore
+logger.metastore2.level = error
+logger.parquet.name = org.apache.parquet.CorruptStatistics
+logger.parquet.level = error
+"""
+
+
+def spark_log_settings(spark_dir: str) -> str:
+    """The log4j2 settings file of the embedded session, written under spark_dir."""
+    os.makedirs(spark_dir, exist_ok=True)
+    path = os.path.join(os.path.abspath(spark_dir), "log4j2.properties")
+    quiet = "".join(
+        f"logger.quiet{i}.name = {name}\nlogger.quiet{i}.level = error\n" for i, name in enumerate(QUIET_LOGGERS)
+    )
+    text = LOG4J2_PROPERTIES + quiet
+    if not os.path.exists(path) or open(path).read() != text:
+        with open(path, "w") as handle:
+            handle.write(text)
+    return path
 
 
 def ensure_local_session(credentials: HiveoptCredentials) -> None:
