@@ -8,7 +8,7 @@ TPCH_DIR := $(CURDIR)/data/tpch-$(TPCH_SCALE)
 export HIVEOPT_TPCH_DIR := $(TPCH_DIR)
 PYTEST_ARGS ?=
 
-.PHONY: install data demo lint test bench bench-project fuzz clean
+.PHONY: install data demo lint test browser bench bench-project fuzz clean
 
 # A regular (not editable) install: dbt finds adapters by listing dbt/adapters/*/ in
 # site-packages (`dbt init`, `dbt --version`), which an editable install does not populate.
@@ -35,14 +35,22 @@ demo: data
 	@echo
 	@echo "Optimized SQL and the optimizer's record of every model: integration_tests/target/hiveopt/<model>.sql and <model>.json"
 	@echo "One model, before and after:  $(VENV)/bin/hiveopt explain revenue_by_nation --project-dir integration_tests"
+	@echo "The report, in a browser:      integration_tests/target/hiveopt/index.html"
 
 # The formatter and the linter (configured in pyproject.toml); `make test` runs them first.
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-test: data lint
+test: data lint browser
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The HTML report's test opens the report in Debian's Chromium (browsers that download themselves
+# cannot be fetched here); installed when missing.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+browser:
+	@command -v chromium >/dev/null || $(SUDO) apt-get install -y -q chromium \
+		|| ($(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q chromium)
 
 # Benchmarks print figures (medians, ratios against plain dbt-spark in the same run); not tests.
 bench: install

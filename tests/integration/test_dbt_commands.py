@@ -4,6 +4,7 @@ and the one warning of a fallback."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -215,3 +216,27 @@ def test_debug_names_a_bad_optimizer_setting(tmp_path):
     assert not run_dbt(["debug", "--project-dir", str(tmp_path), "--profiles-dir", str(tmp_path)], events).success
     text = "\n".join(events.messages)
     assert "task_slots: 0 is outside 1..inf" in text and "unknown rule 'reorder'" in text
+
+
+def test_the_html_report_in_a_real_browser(project, tmp_path):
+    """target/hiveopt/index.html and a page per model, opened from the file system by headless
+    Chromium (Debian's package; the Makefile installs it): the model page's DOM holds both join
+    trees as SVG, and a screenshot of it is taken."""
+    assert dbt(project, "run", "--select", "joined").success
+    folder = project / "target" / "hiveopt"
+    index = (folder / "index.html").read_text()
+    assert 'href="joined.html"' in index and "<td>select_join_algorithms</td>" in index
+    chromium = shutil.which("chromium")
+    assert chromium, "chromium is missing: `make test` installs Debian's package"
+    page = f"file://{folder / 'joined.html'}"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--user-data-dir={tmp_path}"]
+    dom = subprocess.run([chromium, *flags, "--dump-dom", page], capture_output=True, text=True, timeout=120).stdout
+    assert dom.count('<svg class="join-tree"') == 2, dom[:2000]  # as written, and as rewritten
+    assert "root, as written" in dom and "root, as rewritten" in dom
+    assert "scan p (commands.people)" in dom and "BROADCAST p" in dom
+    shot = tmp_path / "joined.png"
+    subprocess.run(
+        [chromium, *flags, "--window-size=1200,1400", f"--screenshot={shot}", page], capture_output=True, timeout=120
+    )
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000, len(data)

@@ -20,6 +20,7 @@ from dbt.adapters.spark.impl import SparkAdapter
 from sqlglot import exp
 
 from dbt.adapters.hiveopt.connections import HiveoptConnectionManager, session_task_slots
+from dbt.adapters.hiveopt.html_report import write_index
 from dbt.adapters.hiveopt.model_inputs import InputGatherer, fetch_small_side_values  # noqa: F401 (fuzz/ imports it here)
 from dbt.adapters.hiveopt.optimizer import (
     RULE_NAMES,
@@ -37,7 +38,7 @@ from dbt.adapters.hiveopt.optimizer.pipeline import (
     STORED_DEFINITIONS,
     pass_through,
 )
-from dbt.adapters.hiveopt.report import Report, RunSummary, model_label
+from dbt.adapters.hiveopt.report import Report, RunSummary, current_invocation, model_label
 from dbt.adapters.hiveopt.statistics_gathering import DEFAULT_SAMPLE_ABOVE_ROWS
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
 from dbt.adapters.hiveopt.statistics_store import DEFAULT_STATS_SCHEMA, first_line
@@ -258,6 +259,10 @@ class HiveoptAdapter(SparkAdapter):
         line = self._summary.line()
         if line:
             logger.info(line)
+        try:  # the page a user opens: target/hiveopt/index.html
+            write_index(self._report().folder, current_invocation())
+        except Exception as error:
+            logger.debug(f"hiveopt: report page not written ({first_line(error)})")
         self._save_statistics()
         super().cleanup_connections()
 
