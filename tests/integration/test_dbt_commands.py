@@ -170,6 +170,9 @@ def test_explain_command(project, capsys):
     assert "join inner on " in written and "no hint: Spark chooses at run time" in written, written
     assert "; BROADCAST p" in chosen and "  scan p (commands.people): " in chosen and " rows, " in chosen, chosen
     assert "{'precision'" not in out and "precision':" not in out
+    # Spark's actual rows of the build, next to the estimates, with the q-error.
+    assert "(actual " in chosen and "q-error" in chosen, chosen
+    assert "worst q-error of the estimates against Spark's actual rows: " in out
     # The SQL before is what dbt compiled, as it wrote it.
     compiled = (project / "target" / "compiled" / "commands" / "models" / "joined.sql").read_text().strip()
     assert "-- before (the SQL dbt compiled)\n" + compiled in out

@@ -83,10 +83,28 @@ def test_build_on_local_session(spark, tpch_dir, tmp_path):
     names = {r[0] for r in stored_stats}
     assert {"analytics.nations", "analytics.regions", "tpch.lineitem", "tpch.orders"} <= names
     assert not [n for n in names if n.startswith("analytics.stg_")] and "analytics.revenue_by_nation" not in names
+    # Spark's actual rows next to the estimates: read from the build's SQL metrics, through the views.
+    with open(os.path.join(report_dir, "revenue_by_nation.json")) as handle:
+        measured = json.load(handle)
+    assert measured["actual_rows"] == "measured by Spark" and measured["worst_q_error"] >= 1.0
+    scans = {}
+
+    def walk(node):
+        if node["kind"] == "scan":
+            scans[node["relation"]] = node
+        for child in node.get("children") or []:
+            walk(child)
+
+    walk(measured["join_trees"]["chosen"]["root"])
+    lineitem = spark.sql("SELECT COUNT(*) FROM tpch.lineitem").collect()[0][0]
+    assert scans["analytics.stg_lineitem"]["actual_rows"] == lineitem
+    assert all("q_error" in node for node in scans.values()), scans
 
 
 @pytest.mark.thrift
 def test_build_on_thrift_server(spark, tpch_dir, tmp_path, monkeypatch, thrift_server):
     monkeypatch.setenv("HIVEOPT_THRIFT_PORT", str(thrift_server.port))
     result, report_dir = build("thrift", tmp_path)
-    check_build(result, report_dir)
+    record = check_build(result, report_dir)
+    # Actual rows come from the embedded session's SQL metrics: on Thrift the record says so.
+    assert record["actual_rows"].startswith("not available on the thrift connection"), record["actual_rows"]

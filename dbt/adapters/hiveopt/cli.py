@@ -43,6 +43,10 @@ def explain(model: str, project_dir: str) -> int:
         f"model {model}: {'rewritten' if record.get('changed') else 'unchanged'}"
         f" in {record.get('optimizer_ms', 0):.1f} ms"
     )
+    if record.get("worst_q_error") is not None:
+        print(f"worst q-error of the estimates against Spark's actual rows: {record['worst_q_error']:.2f}")
+    elif isinstance(record.get("actual_rows"), str) and record["actual_rows"].startswith("not available"):
+        print(f"actual rows: {record['actual_rows']}")
     if record.get("fallback_reason"):
         print(f"not optimized: {record['fallback_reason']}")
     if record.get("unchanged_reason"):
@@ -115,11 +119,14 @@ def summary(project_dir: str) -> int:
             gather, build = f"{seconds:.2f}", f"{cost['build_seconds'] or 0:.2f}"
             ratio = f"{cost['cost_ratio']:.2f}" if cost.get("cost_ratio") is not None else ""
         total_gather += seconds
-        rows.append((name, fired, record.get("optimizer_ms", 0), gather, build, ratio))
+        q_error = f"{record['worst_q_error']:.2f}" if record.get("worst_q_error") is not None else ""
+        rows.append((name, fired, record.get("optimizer_ms", 0), gather, build, ratio, q_error))
     width = max([len("rules fired")] + [len(r[1]) for r in rows])
-    print(f"{'model':45} {'rules fired':{width}} {'opt ms':>7} {'gather s':>9} {'build s':>8} {'ratio':>6}")
-    for name, fired, ms, gather, build, ratio in rows:
-        print(f"{name:45} {fired:{width}} {ms:7.1f} {gather:>9} {build:>8} {ratio:>6}")
+    print(
+        f"{'model':45} {'rules fired':{width}} {'opt ms':>7} {'gather s':>9} {'build s':>8} {'ratio':>6} {'q-error':>8}"
+    )
+    for name, fired, ms, gather, build, ratio, q_error in rows:
+        print(f"{name:45} {fired:{width}} {ms:7.1f} {gather:>9} {build:>8} {ratio:>6} {q_error:>8}")
     if older:
         print(f"({older} records of earlier dbt invocations not shown)")
     built = _node_seconds(project_dir)

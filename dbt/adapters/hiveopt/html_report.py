@@ -24,7 +24,7 @@ from typing import Any
 
 from dbt.adapters.hiveopt.optimizer.join_trees import human_bytes, human_rows
 
-NODE_WIDTH, NODE_HEIGHT, GAP_X, GAP_Y = 250, 58, 16, 34
+NODE_WIDTH, NODE_HEIGHT, GAP_X, GAP_Y = 250, 72, 16, 34
 
 STYLE = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #1d2330; }
@@ -84,7 +84,9 @@ def tree_svg(tree: dict[str, Any]) -> str:
         figures = f"{human_rows(node.get('rows'))}, {human_bytes(node.get('bytes'))}"
         if node.get("precision") == "absent":
             figures += " (no statistics)"
-        lines = [_cut(node["label"]), figures]
+        lines = [_cut(node["label"]), ("estimated " if node.get("actual_rows") is not None else "") + figures]
+        if node.get("actual_rows") is not None:
+            lines.append(f"actual {human_rows(node['actual_rows'])} (q-error {node.get('q_error', 0):.2f})")
         if node["kind"] == "join":
             lines.append(_cut(node.get("algorithm", "")))
         texts = "".join(
@@ -166,6 +168,13 @@ def _model_section(name: str, record: dict[str, Any]) -> str:
     return "".join(out)
 
 
+def _q_error(record: dict[str, Any]) -> str:
+    if record.get("worst_q_error") is not None:
+        return f"{record['worst_q_error']:.2f}"
+    status = str(record.get("actual_rows") or "")
+    return html.escape("not available" if status.startswith("not available") else "-")
+
+
 def _page(title: str, body: str) -> str:
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
@@ -204,12 +213,13 @@ def write_index(folder: str, invocation_id: str | None) -> str | None:
             f"<td>{html.escape(', '.join(record.get('fired_rules') or []) or '-')}</td>"
             f'<td class="num">{float(record.get("optimizer_ms") or 0):.1f}</td>'
             f'<td class="num">{_statistics_seconds(record):.2f}</td>'
-            "<td>not measured</td></tr>"
+            f"<td>{_q_error(record)}</td></tr>"
         )
     body = (
         "<h1>hiveopt: what the optimizer did</h1>"
         f"<p>dbt invocation {html.escape(invocation_id or 'all records')}: {len(records)} models and seeds. "
-        "Worst q-error (estimated against actual rows) is not measured yet.</p>"
+        "Worst q-error: of the join tree's estimates against the rows Spark counted when it built the model "
+        "(max(estimated / actual, actual / estimated); 1.00 is exact).</p>"
         '<table class="models"><tr><th>model</th><th>materialized</th><th>outcome</th><th>rules fired</th>'
         "<th>optimizer ms</th><th>statistics s</th><th>worst q-error</th></tr>" + "".join(rows) + "</table>"
     )

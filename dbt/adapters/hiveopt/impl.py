@@ -19,6 +19,7 @@ from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 from sqlglot import exp
 
+from dbt.adapters.hiveopt.actual_rows import attach_actuals, read_plan, worst_q_error
 from dbt.adapters.hiveopt.connections import HiveoptConnectionManager, session_task_slots
 from dbt.adapters.hiveopt.html_report import write_index
 from dbt.adapters.hiveopt.model_inputs import InputGatherer, fetch_small_side_values  # noqa: F401 (fuzz/ imports it here)
@@ -48,6 +49,15 @@ logger = AdapterLogger("hiveopt")
 
 # Nodes that read a model through ref() and are built from it (tests only read, and cheaply).
 _READERS = ("model", "snapshot")
+
+
+def _session_context(credentials: Any):
+    """The embedded session's SparkContext, or None on other connection methods."""
+    if getattr(credentials, "method", None) != SparkConnectionMethod.SESSION:
+        return None
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context
 
 
 def read_by_models(graph: dict[str, Any], unique_id: str) -> bool:
@@ -83,6 +93,8 @@ class HiveoptAdapter(SparkAdapter):
         self._inputs: InputGatherer | None = None
         self._summary = RunSummary()
         self._build_started: dict[str, float] = {}
+        # unique_id -> (job description of its build, label): its actual rows are read after it.
+        self._measured: dict[str, tuple[str, str]] = {}
 
     @classmethod
     def type(cls) -> str:
@@ -182,6 +194,8 @@ class HiveoptAdapter(SparkAdapter):
             statistics_gathering=gathering,
             setting_problems=config.problems,
         )
+        if model and model.get("unique_id"):
+            record["actual_rows"] = self._measure_build(model["unique_id"], label, materialization, record)
         report.write(label, result.sql, record)
         self._summary.add_result(label, result)
         if result.changed:
@@ -194,6 +208,55 @@ class HiveoptAdapter(SparkAdapter):
             # The build proper starts now: the statistics cost is compared with it alone.
             self._build_started[model["unique_id"]] = time.perf_counter()
         return result.sql
+
+    def _measure_build(self, unique_id: str, label: str, materialization: str | None, record: dict) -> str:
+        """Tag the statements of the build that follows in this thread, so that its actual rows can
+        be read from the session after it (actual_rows.py). Only models that run a query, on the
+        session, and that have a join tree to compare with. Returns what the record says of it."""
+        context = _session_context(self.config.credentials)
+        if context is not None:  # a build that failed before its after-build step left its tag
+            context.setLocalProperty("spark.job.description", None)
+        trees = record.get("join_trees") or {}
+        if materialization not in ("table", "incremental") or not (trees.get("chosen") or trees.get("written")):
+            return "not measured: no join, or no query (a view)"
+        if context is None:
+            method = getattr(self.config.credentials, "method", "this")
+            return f"not available on the {method} connection (read from the embedded session's SQL metrics)"
+        description = f"hiveopt build {label} {time.perf_counter_ns()}"
+        context.setLocalProperty("spark.job.description", description)
+        self._measured[unique_id] = (description, label)
+        return "to be read after the build"
+
+    def _record_actuals(self, unique_id: str) -> None:
+        """Spark's row counts of the build just run, next to the estimates of the model's join tree."""
+        context = _session_context(self.config.credentials)
+        if context is not None:
+            context.setLocalProperty("spark.job.description", None)
+        if context is None or unique_id not in self._measured:
+            return
+        description, label = self._measured.pop(unique_id)
+        from pyspark.sql import SparkSession
+
+        plan = read_plan(SparkSession.getActiveSession() or SparkSession.builder.getOrCreate(), description)
+        report = self._report()
+        record = report.read(label)
+        if record is None:
+            return
+        if plan is None:
+            report.update(label, {"actual_rows": "not found in the session's SQL status store"})
+            return
+        trees = record.get("join_trees") or {}
+        views = {
+            name: entry["over"]
+            for name, entry in (record.get("statistics_gathering") or {}).items()
+            if isinstance(entry, dict) and entry.get("over")
+        }
+        measured = trees.get("chosen") or trees.get("written") or {}
+        for tree in measured.values():
+            attach_actuals(tree, plan, views)
+        report.update(
+            label, {"join_trees": trees, "worst_q_error": worst_q_error(measured), "actual_rows": "measured by Spark"}
+        )
 
     def _optimize(
         self, sql: str, label: str, config: OptimizerConfig, materialization: str, own_table: str | None = None
@@ -299,11 +362,15 @@ class HiveoptAdapter(SparkAdapter):
         a source (`stats.gather_unread_models: true` gathers after every build). A seed passes
         the rows dbt loaded (`loaded`, an agate table): its statistics are counted from them."""
         label = model_label(model, None)
+        unique_id = (model or {}).get("unique_id", "")
+        try:
+            self._record_actuals(unique_id)
+        except Exception as error:  # the record is best effort
+            logger.debug(f"{label}: actual rows not read ({first_line(error)})")
         try:
             config = OptimizerConfig.from_dicts(self._optimizer_block(), model_config or {})
             if not config.enabled or not bool(self._stats_settings().get("auto_gather", True)):
                 return ""
-            unique_id = (model or {}).get("unique_id", "")
             started = self._build_started.pop(unique_id, None)
             build_seconds = time.perf_counter() - started if started else None
             if (

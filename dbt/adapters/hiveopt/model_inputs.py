@@ -258,6 +258,7 @@ class InputGatherer:
             "state": f"view: estimated through its definition over {over}",
             "seconds": 0.0,
             "rows": derived.row_count.to_dict(),
+            "over": bases,  # what Spark scans for it (views among them are listed here too)
         }
         return derived
 

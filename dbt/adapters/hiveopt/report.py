@@ -81,6 +81,18 @@ class Report:
             },
         )
 
+    def update(self, label: str, changes: dict[str, Any]) -> None:
+        """Merge `changes` into a model's record (the actual rows, read after its build)."""
+        with _lock:
+            path = self._path(label, ".json")
+            if not os.path.exists(path):
+                return
+            with open(path) as handle:
+                record = json.load(handle)
+            record.update(changes)
+            with open(path, "w") as handle:
+                json.dump(record, handle, indent=2, default=str)
+
     def read(self, label: str) -> dict[str, Any] | None:
         path = self._path(label, ".json")
         if not os.path.exists(path):

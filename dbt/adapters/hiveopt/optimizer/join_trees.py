@@ -99,7 +99,13 @@ def _item(estimator: Estimator, scope, node: exp.Expression, hints, local) -> di
     if isinstance(node, exp.Table):
         what = ".".join(p for p in (node.catalog, node.db, node.name) if p)
     relation = estimator.filtered_source(scope, alias, local)
-    return {"kind": "scan", "label": f"scan {alias} ({what})", "alias": alias.lower(), **_figures(relation)}
+    return {
+        "kind": "scan",
+        "label": f"scan {alias} ({what})",
+        "alias": alias.lower(),
+        "relation": what.lower(),
+        **_figures(relation),
+    }
 
 
 def _figures(relation: RelationEstimate) -> dict[str, Any]:
@@ -145,6 +151,8 @@ def render(node: dict[str, Any], depth: int = 0) -> list[str]:
     line = f"{'  ' * depth}{node['label']}: {human_rows(node.get('rows'))}, {human_bytes(node.get('bytes'))}"
     if node.get("precision") == "absent":
         line += " (no statistics)"
+    if node.get("actual_rows") is not None:  # measured by Spark when the model was built
+        line += f" (actual {human_rows(node['actual_rows'])}, q-error {node.get('q_error', 0):.2f})"
     if node["kind"] == "join":
         line += f"; {node['algorithm']}"
     lines = [line]

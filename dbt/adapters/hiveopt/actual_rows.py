@@ -1,0 +1,176 @@
+"""Actual rows next to the estimates: after a model is built on the session, the row counts Spark
+measured for the scans and joins of the query it ran (its SQL metrics, "number of output rows",
+from the session's SQL status store: what Spark's UI shows for a query), attached to the model's
+join tree with the q-error of each node, max(estimated / actual, actual / estimated). This is what
+Hive's EXPLAIN ANALYZE gives: whether the estimates a decision rested on were right.
+
+Matching: a scan node of the tree is a relation (a table, or a view whose base tables the record
+lists); Spark's plan scans tables. A tree node is matched with the lowest node of Spark's plan that
+reads exactly its set of tables (a scan: the filter above it, when there is one, since the tree's
+scan estimate counts the rows after the relation's own filters; a join: Spark's join). A node whose
+tables Spark reads elsewhere too (a table read twice), or not at all, gets no actual.
+
+>>> plan = SparkPlan(
+...     nodes={1: ("BroadcastHashJoin", 500), 2: ("Filter", 500), 3: ("Scan parquet spark_catalog.db.f", 100000),
+...            4: ("Filter", 500), 5: ("Scan parquet spark_catalog.db.d", 1000)},
+...     children={1: [2, 4], 2: [3], 4: [5]})
+>>> tree = {"kind": "join", "rows": 450, "children": [
+...     {"kind": "scan", "alias": "f", "relation": "db.f", "rows": 500},
+...     {"kind": "scan", "alias": "d", "relation": "db.d", "rows": 400}]}
+>>> attach_actuals(tree, plan, {})
+>>> tree["actual_rows"], round(tree["q_error"], 2), tree["children"][1]["actual_rows"]
+(500, 1.11, 500)
+>>> worst_q_error({"root": tree})
+1.25
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+JOINS = ("HashJoin", "SortMergeJoin", "NestedLoopJoin", "CartesianProduct")
+SCAN = re.compile(r"^Scan \w+ (?:spark_catalog\.)?([\w.]+)$")
+
+
+@dataclass
+class SparkPlan:
+    """Spark's executed plan of one query: node id -> (name, output rows or None), and each node's
+    children."""
+
+    nodes: dict[int, tuple[str, int | None]]
+    children: dict[int, list[int]] = field(default_factory=dict)
+
+    def tables(self, node: int) -> list[str]:
+        """The tables scanned under `node`, with repeats (a table read twice is listed twice)."""
+        name, _ = self.nodes[node]
+        match = SCAN.match(name)
+        own = [match.group(1).lower()] if match else []
+        return own + [t for child in self.children.get(node, []) for t in self.tables(child)]
+
+
+def read_plan(spark: Any, description: str) -> SparkPlan | None:
+    """The plan and metrics of the last query the session ran under `description` (the job
+    description the adapter set for the model's build), or None."""
+    store = spark._jsparkSession.sharedState().statusStore()
+    chosen, size = None, -1
+    executions = store.executionsList().iterator()
+    while executions.hasNext():
+        execution = executions.next()
+        if execution.description() != description:
+            continue
+        graph = store.planGraph(execution.executionId())
+        count = graph.allNodes().size()
+        if count >= size:  # the query itself, not the DDL wrapped around it
+            chosen, size = (execution.executionId(), graph), count
+    if chosen is None:
+        return None
+    execution_id, graph = chosen
+    metrics = store.executionMetrics(execution_id)
+    plan = SparkPlan(nodes={})
+    nodes = graph.allNodes().iterator()
+    while nodes.hasNext():
+        node = nodes.next()
+        rows = None
+        for_metric = node.metrics().iterator()
+        while for_metric.hasNext():
+            metric = for_metric.next()
+            if metric.name() == "number of output rows":
+                value = metrics.get(metric.accumulatorId())
+                if value.isDefined():
+                    digits = re.sub(r"[^0-9]", "", str(value.get()))
+                    rows = int(digits) if digits else None
+        plan.nodes[int(node.id())] = (str(node.name()), rows)
+    edges = graph.edges().iterator()
+    while edges.hasNext():
+        edge = edges.next()  # from the child to its parent
+        plan.children.setdefault(int(edge.toId()), []).append(int(edge.fromId()))
+    return plan
+
+
+def _relations(node: dict[str, Any]) -> list[str]:
+    if node["kind"] == "scan":
+        return [node.get("relation") or node.get("alias", "")]
+    return [r for child in node["children"] for r in _relations(child)]
+
+
+def _tables(relations: list[str], views: dict[str, list[str]], depth: int = 0) -> list[str]:
+    out: list[str] = []
+    for relation in relations:
+        if relation in views and depth < 8:
+            out += _tables(views[relation], views, depth + 1)
+        else:
+            out.append(relation)
+    return out
+
+
+def _lowest(plan: SparkPlan, tables: list[str], kinds: tuple[str, ...] | None) -> int | None:
+    """The lowest plan node of the given kinds (None: a filter over a scan, or the scan) reading
+    exactly `tables`, when the tables are read nowhere else in the plan."""
+    wanted = sorted(tables)
+    candidates = []
+    for node, (name, rows) in plan.nodes.items():
+        if rows is None or sorted(plan.tables(node)) != wanted:
+            continue
+        if kinds is None and (name == "Filter" or SCAN.match(name)):
+            candidates.append(node)
+        elif kinds is not None and any(k in name for k in kinds):
+            candidates.append(node)
+    if not candidates:
+        return None
+    # The one no other candidate sits below: the first node to read exactly these tables.
+    below = {c: set(_descendants(plan, c)) for c in candidates}
+    lowest = [c for c in candidates if not any(o in below[c] for o in candidates if o != c)]
+    if kinds is None:  # a filter above the scan counts the rows the tree's scan estimates
+        filters = [c for c in candidates if plan.nodes[c][0] == "Filter"]
+        lowest = [c for c in filters if not any(o in below[c] for o in filters if o != c)] or lowest
+    return lowest[0] if len(lowest) == 1 else None
+
+
+def _descendants(plan: SparkPlan, node: int) -> list[int]:
+    out = []
+    for child in plan.children.get(node, []):
+        out += [child] + _descendants(plan, child)
+    return out
+
+
+def attach_actuals(tree: dict[str, Any], plan: SparkPlan, views: dict[str, list[str]]) -> None:
+    """Add `actual_rows` and `q_error` to the nodes of `tree` that match a node of Spark's plan.
+    `views`: relation -> what it reads, for the views the model read."""
+    for child in tree.get("children") or []:
+        attach_actuals(child, plan, views)
+    tables = _tables(_relations(tree), views)
+    if any(t.count(".") != 1 for t in tables):  # a CTE or derived table: not a catalog table
+        return
+    if sum(plan.tables(root).count(t) for root in _roots(plan) for t in set(tables)) != len(tables):
+        return  # a table read elsewhere too, or not at all: ambiguous
+    node = _lowest(plan, tables, JOINS if tree["kind"] == "join" else None)
+    if node is None:
+        return
+    actual = plan.nodes[node][1]
+    tree["actual_rows"] = actual
+    if tree.get("rows") is not None and actual is not None:
+        estimated, measured = max(float(tree["rows"]), 1.0), max(float(actual), 1.0)
+        tree["q_error"] = round(max(estimated / measured, measured / estimated), 3)
+
+
+def _roots(plan: SparkPlan) -> list[int]:
+    children = {c for cs in plan.children.values() for c in cs}
+    return [n for n in plan.nodes if n not in children]
+
+
+def worst_q_error(trees: dict[str, dict[str, Any]]) -> float | None:
+    """The largest q-error of any node of the trees, or None when none was measured."""
+    worst = None
+
+    def walk(node: dict[str, Any]) -> None:
+        nonlocal worst
+        if node.get("q_error") is not None:
+            worst = node["q_error"] if worst is None else max(worst, node["q_error"])
+        for child in node.get("children") or []:
+            walk(child)
+
+    for tree in trees.values():
+        walk(tree)
+    return worst
