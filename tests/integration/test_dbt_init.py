@@ -7,10 +7,12 @@ import sys
 import pytest
 import yaml
 
+from dbt.adapters.hiveopt.optimizer.pipeline import RULES
+
 pytestmark = pytest.mark.integration
 
 
-def test_dbt_init_writes_a_session_profile(tmp_path):
+def test_dbt_init_writes_a_session_profile_and_the_project_runs_with_a_clean_git_status(tmp_path):
     dbt = os.path.join(os.path.dirname(sys.executable), "dbt")
     from dbt.version import _get_adapter_plugin_names
 
@@ -24,7 +26,7 @@ def test_dbt_init_writes_a_session_profile(tmp_path):
         env=env,
         text=True,
         capture_output=True,
-        input=f"{number}\n1\n.hiveopt-spark\nanalytics\n1\n",
+        input=f"{number}\n1\n.hiveopt-spark\nanalytics\n\n",
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -35,5 +37,18 @@ def test_dbt_init_writes_a_session_profile(tmp_path):
         "host": "localhost",
         "spark_dir": ".hiveopt-spark",
         "schema": "analytics",
-        "threads": 1,
+        "threads": 4,
+        # Written as settings at their defaults (dbt init keeps no comments): where they go.
+        "optimizer": {"enabled": True, "verify": False, "rules": {rule.name: True for rule in RULES}},
     }
+
+    # The starter project builds on the embedded session, and its warehouse and metastore stay out
+    # of git: the session's folder ignores itself.
+    project = tmp_path / "demo_project"
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    run = subprocess.run([dbt, "run"], cwd=project, env=env, text=True, capture_output=True, timeout=300)
+    assert run.returncode == 0 and "PASS=2" in run.stdout, run.stdout + run.stderr
+    assert (project / ".hiveopt-spark" / "metastore_db").is_dir()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=project, text=True, capture_output=True, check=True)
+    assert ".hiveopt-spark" not in status.stdout, status.stdout
+    assert "models/" in status.stdout  # the project's own files are untracked, as after any dbt init

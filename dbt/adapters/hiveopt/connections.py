@@ -115,9 +115,23 @@ logger.parquet.level = error
 """
 
 
+def make_spark_dir(spark_dir: str) -> None:
+    """Create the embedded session's folder, ignored by git from the inside.
+
+    A `.gitignore` holding `*` in the folder itself (as pytest and ruff do with their caches) keeps
+    the warehouse and metastore out of `git status` without editing the project's own .gitignore;
+    dbt init, which copies dbt's starter project, cannot add the line there.
+    """
+    os.makedirs(spark_dir, exist_ok=True)
+    ignore = os.path.join(spark_dir, ".gitignore")
+    if not os.path.exists(ignore):
+        with open(ignore, "w") as handle:
+            handle.write("# written by dbt-hiveopt: the embedded Spark session's warehouse and metastore\n*\n")
+
+
 def spark_log_settings(spark_dir: str) -> str:
     """The log4j2 settings file of the embedded session, written under spark_dir."""
-    os.makedirs(spark_dir, exist_ok=True)
+    make_spark_dir(spark_dir)
     path = os.path.join(os.path.abspath(spark_dir), "log4j2.properties")
     quiet = "".join(
         f"logger.quiet{i}.name = {name}\nlogger.quiet{i}.level = error\n" for i, name in enumerate(QUIET_LOGGERS)
@@ -138,7 +152,7 @@ def ensure_local_session(credentials: HiveoptCredentials) -> None:
     with _session_lock:
         if SparkContext._active_spark_context is not None:
             return
-        os.makedirs(credentials.spark_dir, exist_ok=True)
+        make_spark_dir(credentials.spark_dir)
         builder = SparkSession.builder.enableHiveSupport()
         for key, value in {**session_configs(credentials.spark_dir), **credentials.server_side_parameters}.items():
             builder = builder.config(key, value)
