@@ -11,6 +11,7 @@ import dbt.adapters.hiveopt.optimizer as optimizer
 MODULES = sorted(name for _, name, _ in pkgutil.walk_packages(optimizer.__path__, prefix=optimizer.__name__ + ".")) + [
     optimizer.__name__,
     "dbt.adapters.hiveopt.report",
+    "dbt.adapters.hiveopt.cli",
     "dbt.adapters.hiveopt.statistics_service",
     "dbt.adapters.hiveopt.statistics_gathering",
     "dbt.adapters.hiveopt.table_info",

@@ -1,11 +1,7 @@
-"""The `hiveopt` console command.
+"""The `hiveopt` console command: `hiveopt summary`, `hiveopt explain MODEL`, `hiveopt analyze NAME...`.
 
-hiveopt summary [--project-dir DIR]           one line per model: rules fired, optimizer time,
-                                              statistics-gathering cost against the build
-hiveopt explain MODEL [--project-dir DIR]     before/after SQL and the decisions of one model
-hiveopt analyze NAME... [--project-dir DIR] [--profiles-dir DIR] [--target T]
-                                              gather statistics now (db.table, a model's name,
-                                              or source:source_name.table), through dbt's own connection
+Each command's one-line summary and its arguments' help are written once, in `build_parser`: the
+top-level help and each command's `--help` show the same words (tests/unit/test_cli_help.py).
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ from typing import Any
 
 def _estimate(value: Any) -> str:
     """An estimate record ({"value": .., "precision": ..} or {"rows": ..}) for people."""
-    from dbt.adapters.hiveopt.optimizer.join_trees import human_rows
+    from dbt.adapters.hiveopt.optimizer.human import human_rows
 
     if not isinstance(value, dict):
         return str(value)
@@ -71,9 +67,8 @@ def explain(model: str, project_dir: str) -> int:
     print("\n-- decisions")
     for rule in record.get("rules", []):
         print(f"{rule['rule']}: {'fired' if rule['fired'] else 'did not fire'} ({rule['elapsed_ms']:.1f} ms)")
-        for decision in rule.get("decisions", []):
-            mark = "+" if decision["fired"] else "-"
-            print(f"  {mark} {decision['reason']}")
+        for line in _decision_lines(rule.get("decisions", [])):
+            print(f"  {line}")
     print("\n-- estimated rows per block")
     for block, estimate in (record.get("estimates") or {}).items():
         print(f"  {block}: {_estimate(estimate)}")
@@ -86,6 +81,22 @@ def explain(model: str, project_dir: str) -> int:
         else:
             print(f"  gathered {table} after the build in {cost.get('gather_seconds', 0):.2f} s")
     return 0
+
+
+def _decision_lines(decisions: list[dict]) -> list[str]:
+    """One line per decision, '+' fired and '-' skipped, led by its block when the rule decided in
+    several; a line that repeats (the same skip for each key pair of a join) is printed once, counted.
+
+    >>> _decision_lines([{"fired": False, "reason": "x is small", "block": "root"}] * 2)
+    ['- x is small (2 times)']
+    """
+    blocks = {d.get("block") for d in decisions}
+    lines: dict[str, int] = {}
+    for decision in decisions:
+        where = f"[{decision['block']}] " if len(blocks) > 1 and decision.get("block") else ""
+        line = f"{'+' if decision['fired'] else '-'} {where}{decision['reason']}"
+        lines[line] = lines.get(line, 0) + 1
+    return [line if count == 1 else f"{line} ({count} times)" for line, count in lines.items()]
 
 
 def summary(project_dir: str) -> int:
@@ -185,21 +196,38 @@ def analyze(names: list[str], project_dir: str, profiles_dir: str | None, target
     return 0 if result.success else 1
 
 
-def main(argv: list[str] | None = None) -> int:
+# The source syntax, the same in every help text that names it.
+NAMES_HELP = "what to analyze: db.table, a model's name, or source:source_name.table"
+PROJECT_DIR_HELP = "the dbt project (default: the current folder)"
+
+COMMANDS = {
+    "summary": "one line per model of the last dbt invocation: outcome, rules fired, optimizer time, worst "
+    "q-error, statistics cost",
+    "explain": "one model's record: the SQL as dbt compiled it and as run, its join trees (estimated and "
+    "actual rows), the rules' decisions and the statistics used",
+    "analyze": "gather statistics now, through dbt's own connection of the profile",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="hiveopt", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="hiveopt",
+        description="The optimizer's records and statistics of a dbt project built with hiveopt.",
+        epilog=f"analyze NAME: {NAMES_HELP}. `hiveopt COMMAND --help` shows a command's arguments.",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
-    p_explain = commands.add_parser("explain", help="show one model's optimization record")
-    p_explain.add_argument("model")
-    p_explain.add_argument("--project-dir", default=".")
-    p_summary = commands.add_parser("summary", help="one line per model of the last run")
-    p_summary.add_argument("--project-dir", default=".")
-    p_analyze = commands.add_parser("analyze", help="gather statistics now")
-    p_analyze.add_argument("names", nargs="+", help="db.table, a model name, or source:source_name.table")
-    p_analyze.add_argument("--project-dir", default=".")
-    p_analyze.add_argument("--profiles-dir")
-    p_analyze.add_argument("--target")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parsers = {name: commands.add_parser(name, help=text, description=text) for name, text in COMMANDS.items()}
+    parsers["explain"].add_argument("model", metavar="MODEL", help="the model's name")
+    parsers["analyze"].add_argument("names", nargs="+", metavar="NAME", help=NAMES_HELP)
+    parsers["analyze"].add_argument("--profiles-dir", help="where profiles.yml is (default: dbt's own search)")
+    parsers["analyze"].add_argument("--target", help="the profile's target (default: the profile's own)")
+    for command in parsers.values():
+        command.add_argument("--project-dir", default=".", help=PROJECT_DIR_HELP)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "explain":
         return explain(args.model, args.project_dir)

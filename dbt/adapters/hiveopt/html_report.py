@@ -22,7 +22,7 @@ import json
 import os
 from typing import Any
 
-from dbt.adapters.hiveopt.optimizer.join_trees import human_bytes, human_rows
+from dbt.adapters.hiveopt.optimizer.human import human_bytes, human_rows
 
 NODE_WIDTH, NODE_HEIGHT, GAP_X, GAP_Y = 250, 72, 16, 34
 

@@ -21,6 +21,7 @@ from sqlglot.optimizer.scope import Scope
 
 from dbt.adapters.hiveopt.optimizer.cost_model import CostModel
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
+from dbt.adapters.hiveopt.optimizer.human import human_bytes
 from dbt.adapters.hiveopt.optimizer.syntax import (
     WINDOWABLE_AGGREGATES,
     aggregate_shape_problem,
@@ -39,10 +40,6 @@ class Rewrite:
     reason: str
     details: dict
     plan: Plan
-
-
-def mb(value: float) -> str:
-    return f"{value / 1024 / 1024:.1f} MB"
 
 
 def block_shape_problem(select: exp.Select) -> str | None:
@@ -121,7 +118,7 @@ def cost_decision(
     )
     if not cost_model.window_pays(recompute, window):
         return (
-            f"reading the input again redoes {stage.redone}: {mb(recompute.value)} against {mb(window.value)} to "
-            "shuffle for a window; Spark's aggregate and join stay"
+            f"reading the input again redoes {stage.redone}: {human_bytes(recompute.value)} against "
+            f"{human_bytes(window.value)} to shuffle for a window; Spark's aggregate and join stay"
         ), figures
     return None, figures

@@ -16,7 +16,6 @@ from dbt.adapters.hiveopt.optimizer.correlated_checks import (
     aggregate_problem,
     block_shape_problem,
     cost_decision,
-    mb,
 )
 from dbt.adapters.hiveopt.optimizer.correlated_windows import (
     aggregate_as_window,
@@ -29,6 +28,7 @@ from dbt.adapters.hiveopt.optimizer.correlated_windows import (
 )
 from dbt.adapters.hiveopt.optimizer.decisions import Skip
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
+from dbt.adapters.hiveopt.optimizer.human import human_bytes
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate
 from dbt.adapters.hiveopt.optimizer.syntax import (
     block_conjuncts,
@@ -253,8 +253,8 @@ def _window_over_outer_block(
     )
     if not cost_model.window_pays(recompute, window):
         return Skip(
-            f"reading the input again redoes {'; '.join(redone)}: {mb(recompute.value)} against "
-            f"{mb(window.value)} to shuffle the outer block for a window; Spark's aggregate and join stay"
+            f"reading the input again redoes {'; '.join(redone)}: {human_bytes(recompute.value)} against "
+            f"{human_bytes(window.value)} to shuffle the outer block for a window; Spark's aggregate and join stay"
         )
 
     def plan_whole() -> None:

@@ -74,6 +74,10 @@ class Skip:
         object.__setattr__(self, "details", details)
         object.__setattr__(self, "record", record)
 
+    def about(self, subject: str) -> Skip:
+        """The same Skip, its reason led by what it is about (a join, a key, a table)."""
+        return Skip(f"{subject}: {self.reason}", self.record, **self.details)
+
     def record_in(self, log: DecisionLog, **details: Any) -> None:
         if self.record:
             log.skipped(self.reason, **{**self.details, **details})

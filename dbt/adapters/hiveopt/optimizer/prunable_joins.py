@@ -15,7 +15,7 @@ block to wrap, and the table column a join key comes from. Pure functions of the
 KeySource(table='db.d', column='k', aggregated=True)
 >>> left = sqlglot.parse_one("SELECT f.v FROM db.f AS f LEFT JOIN db.d AS d ON f.k = d.k").args["joins"][0]
 >>> unprunable([left], left, big="f", small="d", label="top").reason
-'f: the preserved side of a LEFT join: never pruned'
+'the preserved side of a LEFT join: never pruned'
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def unprunable(joins: list[exp.Join], join: exp.Join, big: str, small: str, labe
     why_not = _not_prunable(join, big == right)
     if why_not is None and big != right and _preserved_earlier(joins, join):
         why_not = "an earlier RIGHT or FULL join of the block preserves it"
-    return None if why_not is None else Skip(f"{big}: {why_not}", block=label, big=big, small=small)
+    return None if why_not is None else Skip(why_not, block=label, big=big, small=small)
 
 
 def _not_prunable(join: exp.Join, big_is_right: bool) -> str | None:

@@ -17,7 +17,7 @@ keys) or to a Skip that says why not.
 >>> candidate.big_table, candidate.reason, candidate.sorted_by_key
 ('db.f', "db.f is not partitioned on k: Spark's DPP cannot prune", True)
 >>> skip.reason, skip.details["big"]
-('the big table is small (30.5 MB < 64.0 MB): reading it whole is cheap', 'd')
+('d.k (db.d) by the values of f.k (db.f): db.d is small (30.5 MB < 64.0 MB), reading it whole is cheap', 'd')
 """
 
 from __future__ import annotations
@@ -35,10 +35,11 @@ from dbt.adapters.hiveopt.optimizer.context import ValueFetch
 from dbt.adapters.hiveopt.optimizer.decisions import Skip
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.fetched_literals import literal_kind
+from dbt.adapters.hiveopt.optimizer.human import human_bytes
 from dbt.adapters.hiveopt.optimizer.prunable_joins import KeySource, relation_node, small_filters, trace, unprunable
 from dbt.adapters.hiveopt.optimizer.relation_estimates import RelationEstimate
 from dbt.adapters.hiveopt.optimizer.small_side_fetch import value_fetch
-from dbt.adapters.hiveopt.optimizer.syntax import conjuncts, equi_pair, nested_join
+from dbt.adapters.hiveopt.optimizer.syntax import column_label, conjuncts, equi_pair, nested_join
 
 # The small side must keep at most this fraction of the big key's distinct values (estimated):
 # above it the filter prunes too little to pay for the fetch.
@@ -120,12 +121,17 @@ def _block_candidates(scope: Scope, query: _Query) -> Iterator[PruneCandidate | 
             yield Skip("a nested join: its relations are not pruned one by one", block=label)
             continue
         for big_key, small_key in _oriented_pairs(join):
+            subject = (
+                f"{column_label(scope, big_key.table, big_key.name)} by the values of "
+                f"{column_label(scope, small_key.table, small_key.name)}"
+            )
             skip = unprunable(joins, join, big_key.table, small_key.table, label)
             if skip is not None:
-                yield skip
+                yield skip.about(subject)
                 continue
             filters = small_filters(select, join, small_key.table, where_ok)
-            yield _candidate(scope, label, join, big_key, small_key, filters, query)
+            found = _candidate(scope, label, join, big_key, small_key, filters, query)
+            yield found.about(subject) if isinstance(found, Skip) else found
 
 
 def _oriented_pairs(join: exp.Join) -> Iterator[tuple[exp.Column, exp.Column]]:
@@ -248,7 +254,7 @@ def _sizes(
     )
     if big_bytes.is_absent or big_bytes.value < config.prune_min_big_bytes:
         return Skip(
-            f"the big table is small ({_mb(big_bytes.value)} < {_mb(config.prune_min_big_bytes)}): "
+            f"{source.table} is small ({human_bytes(big_bytes.value)} < {human_bytes(config.prune_min_big_bytes)}), "
             "reading it whole is cheap",
             **details,
         )
@@ -328,14 +334,10 @@ def _partitioned_motive(
     if not small_bytes.is_absent and small_bytes.value <= config.broadcast_threshold_bytes:
         return Skip(
             f"{source.table} is partitioned on {source.column} and the small side is broadcast "
-            f"({_mb(small_bytes.value)}): Spark's dynamic partition pruning prunes it{through}",
+            f"({human_bytes(small_bytes.value)}): Spark's dynamic partition pruning prunes it{through}",
             **details,
         )
     return _Motive(
-        f"{source.table} is partitioned on {source.column} but the small side ({_mb(small_bytes.value)}) stays a "
-        "sort-merge join: Spark's DPP does not prune"
+        f"{source.table} is partitioned on {source.column} but the small side "
+        f"({human_bytes(small_bytes.value)}) stays a sort-merge join: Spark's DPP does not prune"
     )
-
-
-def _mb(value: float | None) -> str:
-    return "unknown" if value is None else f"{value / 1024 / 1024:.1f} MB"

@@ -108,6 +108,38 @@ def identity(scope: Scope, alias: str) -> tuple[str, str] | None:
     return None
 
 
+def relation_label(scope: Scope, alias: str) -> str:
+    """`alias` with what it reads, for decision reasons: 'o (analytics.stg_orders)', 't (CTE totals)',
+    'd (a subquery)'; the bare name when it is the table's own.
+
+    >>> import sqlglot
+    >>> from sqlglot.optimizer.scope import build_scope
+    >>> sql = "WITH x AS (SELECT 1 AS k) SELECT * FROM db.t AS a JOIN db.u ON a.k = u.k JOIN x ON a.k = x.k"
+    >>> scope = build_scope(sqlglot.parse_one(sql + " JOIN (SELECT 1 AS k) AS d ON a.k = d.k"))
+    >>> [relation_label(scope, alias) for alias in ("a", "u", "x", "d")]
+    ['a (db.t)', 'db.u', 'CTE x', 'd (a subquery)']
+    >>> column_label(scope, "a", "k"), column_label(scope, "u", "k")
+    ('a.k (db.t)', 'u.k (db.u)')
+    """
+    reads = _reads(scope, alias)
+    if reads is None:
+        return alias
+    return reads if reads.split(".")[-1].removeprefix("CTE ") == alias.lower() else f"{alias} ({reads})"
+
+
+def column_label(scope: Scope, alias: str, column: str) -> str:
+    """`alias.column` with what the alias reads (see relation_label)."""
+    reads = _reads(scope, alias)
+    return f"{alias}.{column}" + (f" ({reads})" if reads else "")
+
+
+def _reads(scope: Scope, alias: str) -> str | None:
+    kind = identity(scope, alias)
+    if kind is None:
+        return "a subquery" if alias in scope.selected_sources else None
+    return kind[1] if kind[0] == "table" else f"CTE {kind[1]}"
+
+
 def from_items(select: exp.Select) -> list[exp.Expression]:
     """The block's FROM item and the items of its joins, in order."""
     items = [select.args["from_"].this] if select.args.get("from_") else []

@@ -17,7 +17,7 @@ from dbt.adapters.hiveopt.optimizer.enumerate_joins import MAX_DP_PAIRS, Plan, b
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator, join_cardinality
 from dbt.adapters.hiveopt.optimizer.join_graph import PREFIX, JoinGraph, build_join_graph, next_run_start
 from dbt.adapters.hiveopt.optimizer.relation_estimates import RelationEstimate
-from dbt.adapters.hiveopt.optimizer.syntax import aliases_of, conjuncts
+from dbt.adapters.hiveopt.optimizer.syntax import aliases_of, conjuncts, relation_label
 
 # Rewrite only when the best tree is at least this much cheaper than the written one: estimates
 # are estimates, and an unchanged query is the safest query.
@@ -287,7 +287,8 @@ def _planner(
         widths.append(leaf.width(read).value if not leaf.rows.is_absent else None)
     absent = [a for a, leaf in zip(graph.aliases, leaves) if leaf.rows.is_absent]
     if absent:
-        return Skip(f"statistics absent for {', '.join(absent)}: the written order stays")
+        named = [relation_label(scope, a) if a != PREFIX else "the joins before the barrier" for a in absent]
+        return Skip(f"statistics absent for {', '.join(named)}: the written order stays")
     bucketed = [_bucket_keys(graph.sources[a], a, bucketing) if a != PREFIX else None for a in graph.aliases]
     file_bytes = []
     for alias in graph.aliases:

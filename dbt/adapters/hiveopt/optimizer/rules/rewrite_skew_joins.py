@@ -17,8 +17,16 @@ from dbt.adapters.hiveopt.optimizer.cost_model import skew_join_speedup
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, Skip
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
+from dbt.adapters.hiveopt.optimizer.human import human_bytes
 from dbt.adapters.hiveopt.optimizer.literals import literal_for, typed_value
-from dbt.adapters.hiveopt.optimizer.syntax import conjuncts, equi_pair, nested_join, source_alias
+from dbt.adapters.hiveopt.optimizer.syntax import (
+    column_label,
+    conjuncts,
+    equi_pair,
+    nested_join,
+    relation_label,
+    source_alias,
+)
 
 # Fire only when the cost model expects the rewrite at least this much faster: it reads both
 # inputs twice, and estimates are estimates.
@@ -127,22 +135,25 @@ def _rewrite_block(
             key, other_key = pair[position], pair[1 - position]
             plan = _decide(scope, skewed, other, key, other_key, build, estimator, config, log)
             if isinstance(plan, Skip):
-                reasons.append(f"{skewed}.{key.name}: {plan.reason}")
+                reasons.append(f"{column_label(scope, skewed, key.name)}: {plan.reason}")
                 continue
             literals = [literal_for(value, plan.data_type) for value, _ in plan.hot]
             if not literals or any(literal is None or isinstance(literal, exp.Null) for literal in literals):
-                reasons.append(f"{skewed}.{key.name}: no literal of type {plan.data_type} for its hot keys")
+                reasons.append(
+                    f"{column_label(scope, skewed, key.name)}: no literal of type {plan.data_type} for its hot keys"
+                )
                 continue
             if not _rewrite(scope, select, skewed, other, key, other_key, literals, side):
                 reasons.append(
-                    f"{skewed}.{key.name}: the block cannot be rewritten around it "
+                    f"{column_label(scope, skewed, key.name)}: the block cannot be rewritten around it "
                     "(a correlated subquery or a star reads the join)"
                 )
                 continue
             speedup = plan.details["speedup"]
             estimate = f"estimated {speedup:.2f}x" if speedup else "declared"
             log.fired(
-                f"split {skewed} JOIN {other} on {len(plan.hot)} hot key(s) of {skewed}.{key.name} "
+                f"split {relation_label(scope, skewed)} JOIN {relation_label(scope, other)} on {len(plan.hot)} hot "
+                f"key(s) of {skewed}.{key.name} "
                 f"({plan.origin}): {estimate}",
                 block=label,
                 skewed=f"{skewed}.{key.name}",
@@ -180,7 +191,7 @@ def _decide(
     if not hot:
         return Skip(f"no hot key ({origin})")
     dtype = estimator.source(scope, skewed).column(key.name).data_type
-    sizes = _too_big_to_broadcast(build, (skewed, other), config)
+    sizes = _too_big_to_broadcast(scope, build, (skewed, other), config)
     if isinstance(sizes, Skip):
         return sizes
     shares = [share for _, share in hot]
@@ -216,7 +227,9 @@ def _decide(
     return _SkewPlan(hot, origin, dtype, details)
 
 
-def _too_big_to_broadcast(build: dict[str, Any], aliases, config: OptimizerConfig) -> dict[str, float] | Skip:
+def _too_big_to_broadcast(
+    scope: Scope, build: dict[str, Any], aliases, config: OptimizerConfig
+) -> dict[str, float] | Skip:
     """Each side's estimated bytes, or why the join is not one to split (a side that fits a
     broadcast has no skew: Spark broadcasts it)."""
     sizes = {}
@@ -224,10 +237,13 @@ def _too_big_to_broadcast(build: dict[str, Any], aliases, config: OptimizerConfi
         relation = build[alias]
         size = relation.bytes([c for c in relation.columns if c.startswith(f"{alias}.")])
         if size.is_absent:
-            return Skip(f"statistics absent for {alias}")
+            return Skip(f"statistics absent for {relation_label(scope, alias)}")
         sizes[alias] = size.value
         if size.value <= config.broadcast_threshold_bytes:
-            return Skip(f"{alias} fits a broadcast ({size.value / 2**20:.2f} MB): a broadcast join has no skew")
+            return Skip(
+                f"{relation_label(scope, alias)} fits a broadcast ({human_bytes(size.value)}): "
+                "a broadcast join has no skew"
+            )
     return sizes
 
 
@@ -236,7 +252,7 @@ def _other_hot_rows(scope: Scope, other: str, other_key: exp.Column, hot, dtype,
     other_column = estimator.source(scope, other).column(other_key.name)
     other_rows = estimator.source(scope, other).rows
     if other_rows.is_absent:
-        return Skip(f"statistics absent for {other}")
+        return Skip(f"statistics absent for {relation_label(scope, other)}")
     other_shares = _shares(other_column.heavy_hitters, dtype)
     per_key = 1.0 / other_column.ndv.value if not other_column.ndv.is_absent and other_column.ndv.value else None
     if per_key is None and not other_shares:

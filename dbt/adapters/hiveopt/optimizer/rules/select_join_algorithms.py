@@ -14,12 +14,9 @@ from dbt.adapters.hiveopt.optimizer.blocks import join_blocks
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, Skip
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
+from dbt.adapters.hiveopt.optimizer.human import human_bytes
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate
-from dbt.adapters.hiveopt.optimizer.syntax import conjuncts, equi_pair, nested_join, source_alias
-
-
-def _mb(value: float | None) -> str:
-    return "unknown" if value is None else f"{value / 1024 / 1024:.2f} MB"
+from dbt.adapters.hiveopt.optimizer.syntax import conjuncts, equi_pair, nested_join, relation_label, source_alias
 
 
 def _columns_read(scope: Scope, alias: str) -> set[str]:
@@ -66,6 +63,7 @@ class _Build:
     bytes: Estimate
     probe_bytes: Estimate
     rows: Estimate
+    label: str  # the alias and what it reads, for the reason
 
 
 def _choose(
@@ -128,7 +126,7 @@ def _build_side(
     alias = source_alias(join)
     side, kind = (join.side or "").upper(), (join.kind or "").upper()
     if not any(equi_pair(p) for p in conjuncts(join.args.get("on"))):
-        return Skip("no equi-join key: Spark cannot hash-join it")
+        return Skip(f"join to {relation_label(scope, alias)}: no equi-join key, Spark cannot hash-join it")
     candidates = []
     # The right relation can be the build side unless it is the preserved side.
     if side not in ("RIGHT", "FULL"):
@@ -137,16 +135,18 @@ def _build_side(
     if i == 0 and first and side in ("", "RIGHT") and kind not in ("SEMI", "ANTI"):
         candidates.append((first, estimator.build_side(scope, first), estimator.build_side(scope, alias, join)))
     if not candidates:
-        return Skip(f"{side} OUTER join: no side can be built on")
+        return Skip(f"{side} OUTER join to {relation_label(scope, alias)}: no side can be built on")
     best = None
     for name, build, probe in candidates:
         build_bytes = build.bytes(f"{name}.{c}" for c in _columns_read(scope, name))
         probe_bytes = probe.rows * probe.width() if not probe.rows.is_absent else Estimate.absent()
         if build_bytes.is_absent:
-            log.skipped("statistics absent for the build side: keep Spark's choice", block=label, relation=name)
+            log.skipped(
+                f"statistics absent for {relation_label(scope, name)}: keep Spark's choice", block=label, relation=name
+            )
             continue
         if best is None or build_bytes.value < best.bytes.value:
-            best = _Build(name, build_bytes, probe_bytes, build.rows)
+            best = _Build(name, build_bytes, probe_bytes, build.rows, relation_label(scope, name))
     return best
 
 
@@ -158,7 +158,7 @@ def _algorithm(build: _Build, i: int, config: OptimizerConfig) -> tuple[str, str
     # the join result is smaller (cost_model.py says the same to the join order).
     smaller_than_probe = build.probe_bytes.is_absent or size <= build.probe_bytes.value or i > 0
     if size <= threshold and smaller_than_probe:
-        return "BROADCAST", f"broadcast {build.name}: estimated {_mb(size)} <= {_mb(threshold)}"
+        return "BROADCAST", f"broadcast {build.label}: estimated {human_bytes(size)} <= {human_bytes(threshold)}"
     if (
         config.shuffle_hash
         and not build.probe_bytes.is_absent
@@ -166,9 +166,9 @@ def _algorithm(build: _Build, i: int, config: OptimizerConfig) -> tuple[str, str
         and size <= config.shuffle_hash_partition_bytes * config.shuffle_partitions
     ):
         return "SHUFFLE_HASH", (
-            f"shuffle-hash on {build.name}: estimated {_mb(size)}, "
+            f"shuffle-hash on {build.label}: estimated {human_bytes(size)}, "
             f"{config.shuffle_hash_ratio:g}x smaller than the other side"
         )
     if size <= threshold:
-        return Skip(f"{build.name} is small ({_mb(size)}) but the other side is smaller: Spark builds on that")
-    return Skip(f"build side {build.name} too big to broadcast ({_mb(size)}): leave sort-merge to Spark")
+        return Skip(f"{build.label} is small ({human_bytes(size)}) but the other side is smaller: Spark builds on that")
+    return Skip(f"build side {build.label} too big to broadcast ({human_bytes(size)}): leave sort-merge to Spark")
