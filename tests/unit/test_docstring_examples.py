@@ -12,6 +12,7 @@ MODULES = sorted(name for _, name, _ in pkgutil.walk_packages(optimizer.__path__
     optimizer.__name__,
     "dbt.adapters.hiveopt.report",
     "dbt.adapters.hiveopt.cli",
+    "dbt.adapters.hiveopt.actual_rows",
     "dbt.adapters.hiveopt.statistics_service",
     "dbt.adapters.hiveopt.statistics_gathering",
     "dbt.adapters.hiveopt.table_info",

@@ -135,6 +135,56 @@ def _descendants(plan: SparkPlan, node: int) -> list[int]:
     return out
 
 
+def attach_all(trees: dict[str, dict[str, Any]], plan: SparkPlan, views: dict[str, list[str]]) -> None:
+    """attach_actuals for every block's tree. A UNION branch's tree (a skew split's, whose branches
+    read the same tables) is matched within its own branch of Spark's Union: the k-th branch with
+    joins in the query is the k-th child with joins of Spark's Unions, in plan order; when the
+    counts differ, the branches get no actuals rather than another branch's.
+
+    >>> plan = SparkPlan(
+    ...     nodes={1: ("Union", 30), 2: ("BroadcastHashJoin", 10), 3: ("Scan parquet db.f", 10),
+    ...            4: ("Scan parquet db.d", 1), 5: ("SortMergeJoin", 20), 6: ("Scan parquet db.f", 20),
+    ...            7: ("Scan parquet db.d", 5)},
+    ...     children={1: [2, 5], 2: [3, 4], 5: [6, 7]})
+    >>> scan = lambda alias, table, rows: {"kind": "scan", "alias": alias, "relation": table, "rows": rows}
+    >>> trees = {f"union branch {i}": {"kind": "join", "rows": rows, "children": [scan("f", "db.f", rows),
+    ...     scan("d", "db.d", 1)]} for i, rows in ((1, 10), (2, 40))}
+    >>> attach_all(trees, plan, {})
+    >>> [(t["actual_rows"], t["q_error"]) for t in trees.values()]
+    [(10, 1.0), (20, 2.0)]
+    """
+    branches = [label for label in trees if " branch " in label]
+    subplans = _union_branches(plan)
+    for label, tree in trees.items():
+        if label not in branches:
+            attach_actuals(tree, plan, views)
+        elif len(subplans) == len(branches):
+            attach_actuals(tree, subplans[branches.index(label)], views)
+
+
+def _union_branches(plan: SparkPlan) -> list[SparkPlan]:
+    """The children of Spark's Union nodes that hold a join, each as a plan of its own, in plan order."""
+    out: list[SparkPlan] = []
+
+    def walk(node: int) -> None:
+        for child in plan.children.get(node, []):
+            if plan.nodes[node][0] == "Union" and any(
+                any(k in plan.nodes[n][0] for k in JOINS) for n in [child, *_descendants(plan, child)]
+            ):
+                own = {child, *_descendants(plan, child)}
+                out.append(
+                    SparkPlan(
+                        nodes={n: plan.nodes[n] for n in own},
+                        children={n: cs for n, cs in plan.children.items() if n in own},
+                    )
+                )
+            walk(child)
+
+    for root in sorted(_roots(plan)):
+        walk(root)
+    return out
+
+
 def attach_actuals(tree: dict[str, Any], plan: SparkPlan, views: dict[str, list[str]]) -> None:
     """Add `actual_rows` and `q_error` to the nodes of `tree` that match a node of Spark's plan.
     `views`: relation -> what it reads, for the views the model read."""

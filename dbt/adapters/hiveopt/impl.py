@@ -19,7 +19,7 @@ from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 from sqlglot import exp
 
-from dbt.adapters.hiveopt.actual_rows import attach_actuals, read_plan, worst_q_error
+from dbt.adapters.hiveopt.actual_rows import attach_all, read_plan, worst_q_error
 from dbt.adapters.hiveopt.connections import HiveoptConnectionManager, session_task_slots
 from dbt.adapters.hiveopt.html_report import write_index
 from dbt.adapters.hiveopt.model_inputs import InputGatherer, fetch_small_side_values  # noqa: F401 (fuzz/ imports it here)
@@ -252,8 +252,7 @@ class HiveoptAdapter(SparkAdapter):
             if isinstance(entry, dict) and entry.get("over")
         }
         measured = trees.get("chosen") or trees.get("written") or {}
-        for tree in measured.values():
-            attach_actuals(tree, plan, views)
+        attach_all(measured, plan, views)
         report.update(
             label, {"join_trees": trees, "worst_q_error": worst_q_error(measured), "actual_rows": "measured by Spark"}
         )
