@@ -32,6 +32,7 @@ from dbt.adapters.hiveopt.optimizer.selectivity import (
     DEFAULT_SELECTIVITY,
     DEFAULT_SEMI_JOIN_SELECTIVITY,
     conjunction_selectivity,
+    filtered,
     literal_value,
     selectivity,
 )
@@ -282,18 +283,19 @@ class Estimator:
         if join is not None and (join.side or "").upper() in ("", "LEFT") and source_alias(join) == alias:
             local = [p for p in conjuncts(join.args.get("on")) if aliases_of(p) == {alias}]
             if local:
-                relation = RelationEstimate(
-                    relation.rows * self.conjunction_selectivity(local, relation), relation.columns
-                )
+                relation = filtered(relation, local)
         return relation
 
     def filtered_source(self, scope: Scope, alias: str, conjuncts: list[exp.Expression]) -> RelationEstimate:
         """One source with the WHERE conjuncts that read only it applied (local predicates)."""
         relation = self.source(scope, alias)
         local = [p for p in conjuncts if aliases_of(p) == {alias}]
-        selectivity = self.conjunction_selectivity(local, _prefixed(relation, alias)) if local else 1.0
-        rows = relation.rows * selectivity if selectivity != 1.0 else relation.rows
-        return RelationEstimate(rows, {k: cap_ndv(c, rows) for k, c in relation.columns.items()})
+        if not local:
+            return RelationEstimate(relation.rows, {k: cap_ndv(c, relation.rows) for k, c in relation.columns.items()})
+        after = filtered(_prefixed(relation, alias), local)
+        return RelationEstimate(
+            after.rows, {k.split(".", 1)[1]: cap_ndv(c, after.rows) for k, c in after.columns.items()}
+        )
 
     def join(
         self, left: RelationEstimate, right: RelationEstimate, alias: str, join: exp.Join, on: list[exp.Expression]
@@ -303,7 +305,7 @@ class Estimator:
         # null-supplying side of outer joins alike).
         local = [p for p in on if aliases_of(p) == {alias}]
         if local:
-            right = RelationEstimate(right.rows * self.conjunction_selectivity(local, right), right.columns)
+            right = filtered(right, local)
         keys = [pair for pair in (equi_pair(p) for p in on) if pair]
         rows = self.join_rows(left, right, keys)
         other = [p for p in on if not equi_pair(p) and len(aliases_of(p)) > 1]

@@ -15,11 +15,13 @@ constant here.
 from __future__ import annotations
 
 import datetime as _dt
+from dataclasses import replace
 from typing import Any
 
 from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer.relation_estimates import ColumnEstimate, RelationEstimate
+from dbt.adapters.hiveopt.optimizer.statistics import Estimate
 from dbt.adapters.hiveopt.optimizer.syntax import conjuncts
 
 # --- Defaults (named, in one place) -------------------------------------------------------
@@ -283,3 +285,76 @@ def _column_and_value(p: exp.Binary) -> tuple[exp.Column | None, Any]:
             if ok:
                 return column, value
     return None, None
+
+
+# --- What a filter leaves of a column ------------------------------------------------------------
+def pinned_values(predicates: list[exp.Expression]) -> dict[tuple[str, str], list[Any]]:
+    """The columns that conjuncts pin to listed literals (`t.c = 1`, `t.c IN (1, 2)`), as
+    (table, column) -> the distinct values the rows that pass can hold.
+
+    >>> import sqlglot
+    >>> pinned_values([sqlglot.parse_one("t.k IN (0, 7, 7)"), sqlglot.parse_one("t.v = 'x'")])
+    {('t', 'k'): [0, 7], ('t', 'v'): ['x']}
+    """
+    out: dict[tuple[str, str], list[Any]] = {}
+    for predicate in predicates:
+        p = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
+        values = None
+        if isinstance(p, exp.EQ):
+            column, value = _column_and_value(p)
+            values = [value] if column is not None else None
+        elif isinstance(p, exp.In) and isinstance(p.this, exp.Column) and p.expressions and not p.args.get("query"):
+            column, literals = p.this, [literal_value(item) for item in p.expressions]
+            values = [value for _, value in literals] if all(ok for ok, _ in literals) else None
+        if not values or any(v is None for v in values):
+            continue
+        distinct: list[Any] = []
+        for value in values:
+            if not any(_same_value(value, seen) for seen in distinct):
+                distinct.append(value)
+        key = (column.table, column.name.lower())
+        if key in out:  # two pins on one column: the values both allow
+            distinct = [v for v in out[key] if any(_same_value(v, w) for w in distinct)] or out[key]
+        out[key] = distinct
+    return out
+
+
+def narrowed(column: ColumnEstimate, values: list[Any], kept: float) -> ColumnEstimate:
+    """A column after a filter that pins it to `values` and keeps the share `kept` of the rows: at
+    most len(values) distinct values and no NULL; its heavy hitters those among the values, as
+    shares of the rows kept. (Without this, a join after `f.k IN (hot key)` divided by the key's
+    NDV before the filter: a skew split's hot branch was estimated at 184 rows for 891,002.)
+
+    >>> hot = ColumnEstimate(ndv=Estimate.exact(10**6), heavy_hitters=[(0, 0.9), (5, 0.01)])
+    >>> after = narrowed(hot, [0], 0.9)
+    >>> after.ndv.value, after.heavy_hitters, after.null_fraction.value
+    (1.0, [(0, 1.0)], 0.0)
+    """
+    count = Estimate.exact(float(len(values)))
+    ndv = Estimate.estimated(float(len(values))) if column.ndv.is_absent else column.ndv.capped(count)
+    hitters = column.heavy_hitters
+    if hitters is not None and kept > 0:
+        hitters = [(v, min(1.0, s / kept)) for v, s in hitters if any(_same_value(v, w) for w in values)]
+    return replace(column, ndv=ndv, null_fraction=Estimate.exact(0.0), heavy_hitters=hitters)
+
+
+def filtered(relation: RelationEstimate, predicates: list[exp.Expression]) -> RelationEstimate:
+    """The relation (columns named `alias.column`) after predicates that read only it: its rows
+    times their selectivity, and the columns they pin narrowed (see narrowed).
+
+    >>> import sqlglot
+    >>> relation = RelationEstimate(Estimate.exact(1000), {"t.k": ColumnEstimate(ndv=Estimate.exact(100))})
+    >>> after = filtered(relation, [sqlglot.parse_one("t.k IN (1, 2)")])
+    >>> after.rows.value, after.column("t.k").ndv.value
+    (20.0, 2.0)
+    """
+    if not predicates:
+        return relation
+    share = conjunction_selectivity(predicates, relation)
+    rows = relation.rows * share if share != 1.0 else relation.rows
+    pinned = {f"{table}.{column}".lower(): values for (table, column), values in pinned_values(predicates).items()}
+    columns = {
+        name: narrowed(column, pinned[name], share) if name in pinned else column
+        for name, column in relation.columns.items()
+    }
+    return RelationEstimate(rows, columns)
