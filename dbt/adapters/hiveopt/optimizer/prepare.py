@@ -25,19 +25,11 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import traverse_scope
 
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+from dbt.adapters.hiveopt.optimizer.join_conditions import conditions_into_on
+from dbt.adapters.hiveopt.optimizer.syntax import deterministic
 
 _SAFE_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Functions whose value changes per call: duplicating them (alias expansion) changes results.
 _ORIGINAL_NAME = "hiveopt_original_name"
-NONDETERMINISTIC_FUNCTIONS = {"rand", "random", "randn", "uuid", "shuffle", "monotonically_increasing_id"}
-
-
-def deterministic(node: exp.Expression) -> bool:
-    """No non-deterministic function anywhere under `node`: two evaluations give the same rows."""
-    return not any(
-        f.name.lower() in NONDETERMINISTIC_FUNCTIONS or f.sql_name().lower() in NONDETERMINISTIC_FUNCTIONS
-        for f in node.find_all(exp.Func)
-    )
 
 
 class UnsupportedQuery(Exception):
@@ -204,6 +196,8 @@ def prepare_query(
         raise UnsupportedQuery(f"cannot qualify: {str(error).splitlines()[0]}") from error
     _guard_distinct_order_by(qualified)
     _guard_invented_field_access(original, qualified)
+    # Inner joins' equi-conditions written in WHERE go to their ON: one shape for every rule.
+    conditions_into_on(qualified)
 
     # Give output names back their case: aliases as written, columns as the catalog spells them.
     case_of = {c.lower(): c for ts in schema.values() for cols in ts.values() for c in cols}

@@ -27,8 +27,14 @@ from sqlglot.optimizer.scope import Scope
 
 from dbt.adapters.hiveopt.optimizer.decisions import Skip
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
-from dbt.adapters.hiveopt.optimizer.prepare import deterministic
-from dbt.adapters.hiveopt.optimizer.syntax import aliases_of, conjuncts, from_items, is_inner_join, nested_join
+from dbt.adapters.hiveopt.optimizer.syntax import (
+    aliases_of,
+    conjuncts,
+    deterministic,
+    from_items,
+    is_inner_join,
+    nested_join,
+)
 
 # How many derived tables and CTEs a key is traced through to its table.
 _MAX_TRACE_DEPTH = 32

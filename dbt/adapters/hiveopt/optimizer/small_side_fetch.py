@@ -23,8 +23,8 @@ from sqlglot.optimizer.scope import Scope
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.context import ValueFetch
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
-from dbt.adapters.hiveopt.optimizer.prepare import deterministic
 from dbt.adapters.hiveopt.optimizer.prunable_joins import relation_node
+from dbt.adapters.hiveopt.optimizer.syntax import deterministic
 
 
 def value_fetch(

@@ -17,7 +17,16 @@ from collections.abc import Iterable
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from dbt.adapters.hiveopt.optimizer.prepare import deterministic
+# Functions whose value changes per call: duplicating them (alias expansion) changes results.
+NONDETERMINISTIC_FUNCTIONS = {"rand", "random", "randn", "uuid", "shuffle", "monotonically_increasing_id"}
+
+
+def deterministic(node: exp.Expression) -> bool:
+    """No non-deterministic function anywhere under `node`: two evaluations give the same rows."""
+    return not any(
+        f.name.lower() in NONDETERMINISTIC_FUNCTIONS or f.sql_name().lower() in NONDETERMINISTIC_FUNCTIONS
+        for f in node.find_all(exp.Func)
+    )
 
 
 # --- helpers over qualified predicates -------------------------------------------------------

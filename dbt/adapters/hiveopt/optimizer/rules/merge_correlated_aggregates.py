@@ -28,8 +28,8 @@ ELSE 1.2 * AVG(s1.t) OVER (PARTITION BY s1.g) END AS _hiveopt_0 FROM s AS s1) AS
 >>> context = OptimizerContext(schema=schema, statistics=stats, config=only)
 >>> print(optimize(q2, context).sql)  # doctest: +NORMALIZE_WHITESPACE
 SELECT _hiveopt_0.brand AS brand, _hiveopt_0.v AS v FROM (SELECT p.brand AS brand, f.v AS v,
-MIN(f.v) OVER (PARTITION BY f.k) AS _hiveopt_1 FROM db.p AS p CROSS JOIN db.f AS f
-WHERE p.k = f.k AND p.brand = 'x') AS _hiveopt_0 WHERE _hiveopt_0.v = (_hiveopt_0._hiveopt_1)
+MIN(f.v) OVER (PARTITION BY f.k) AS _hiveopt_1 FROM db.p AS p JOIN db.f AS f ON p.k = f.k
+WHERE p.brand = 'x') AS _hiveopt_0 WHERE _hiveopt_0.v = (_hiveopt_0._hiveopt_1)
 """
 
 from __future__ import annotations
