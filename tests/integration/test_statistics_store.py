@@ -102,14 +102,17 @@ def check_threads_run(result, events, root, source_db):
         gathering = record["statistics_gathering"]
         assert len(gathering) == 2 and set(gathering) <= {f"{source_db}.{s}" for s in SOURCES}
         for table, entry in gathering.items():
-            assert entry["state"] in ("gathered", "current"), (name, table, entry)
+            # A table's first reader gathers its numbers and the text columns it reads; a model
+            # that reads `v` of a table first read for `k` alone pays a pass over `v` only.
+            assert entry["state"] in ("gathered", "current", "gathered v (a narrow pass)"), (name, table, entry)
             states[(table, entry["state"])] += 1
         assert all(used["precision"] == "exact" for used in record["statistics_used"].values())
-    # One full gathering per table, whatever the threads: the others waited and used it.
+    # One full gathering per table, whatever the threads: the others waited and used it; and at
+    # most one narrow pass per table for the column its first reader did not read.
     assert {table for (table, state), n in states.items() if state == "gathered" and n == 1} == {
         f"{source_db}.{s}" for s in SOURCES
     }
-    assert not [key for key, n in states.items() if key[1] == "gathered" and n != 1]
+    assert not [key for key, n in states.items() if key[1].startswith("gathered") and n != 1]
     print(f"threads run: {MODELS} models, states {dict(states)}")
 
 

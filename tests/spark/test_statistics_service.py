@@ -45,6 +45,43 @@ def test_one_pass_gathers_counts_ndv_nulls_ranges_and_key_detail(spark, stats_ta
     assert stats.column("id").heavy_hitters is not None  # integers are detailed on every full pass
 
 
+def test_a_pass_reads_the_columns_models_use_and_a_later_model_pays_only_for_what_it_adds(spark):
+    """A first read gathers the numbers and dates and the text columns the model uses, not every
+    column (a long comment column nobody reads cost lineitem most of its pass); a later model that
+    reads another column pays a pass over that column alone, merged into the same statistics."""
+    spark.sql("CREATE DATABASE IF NOT EXISTS st")
+    spark.sql("DROP TABLE IF EXISTS st.wide")
+    spark.sql("""CREATE TABLE st.wide USING parquet AS
+                 SELECT id, concat('seg-', CAST(id % 5 AS STRING)) AS segment,
+                        repeat('x', 200) AS comment, concat('n', CAST(id AS STRING)) AS name
+                 FROM range(5000)""")
+    statements = []
+
+    def execute(sql):
+        statements.append(sql)
+        return [tuple(r) for r in spark.sql(sql).collect()]
+
+    s = StatisticsService(execute, stats_schema="hiveopt_test_narrow")
+    stats, state, _ = s.ensure("st.wide", ["segment"], columns={"segment", "id"})
+    assert state == "gathered" and set(stats.columns) == {"id", "segment"}
+    assert stats.column("segment").heavy_hitters is not None and stats.column("segment").ndv.value == 5
+    (first_pass,) = [q for q in statements if "APPROX_COUNT_DISTINCT" in q.upper()]
+    assert "comment" not in first_pass and "name" not in first_pass
+    # the same columns again: nothing to do
+    assert s.ensure("st.wide", ["segment"], columns={"segment"})[1] == "current"
+    # a model that also reads `name`: one pass over `name` alone, merged
+    statements.clear()
+    stats, state, _ = s.ensure("st.wide", [], columns={"segment", "name"})
+    assert state == "gathered name (a narrow pass)" and set(stats.columns) == {"id", "segment", "name"}
+    (second_pass,) = [q for q in statements if "APPROX_COUNT_DISTINCT" in q.upper()]
+    assert "name" in second_pass and "segment" not in second_pass and "comment" not in second_pass
+    assert stats.row_count.value == 5000 and s.full_passes["st.wide"] == 1
+    # stored merged: another run reads both columns back
+    s.flush()
+    again = StatisticsService(execute, stats_schema="hiveopt_test_narrow")
+    assert set(again.current("st.wide")[0].columns) == {"id", "segment", "name"}
+
+
 def test_statistics_are_shared_through_the_warehouse(spark, stats_table):
     service(spark).gather(stats_table)
     fresh = service(spark)  # another machine / run: nothing in memory

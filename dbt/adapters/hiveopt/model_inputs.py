@@ -14,7 +14,7 @@ fresh estimates.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,12 +31,13 @@ from dbt.adapters.hiveopt.optimizer import (
     parse_query,
     physical_tables,
     prepare_query,
+    referenced_columns,
     value_fetches,
 )
 from dbt.adapters.hiveopt.optimizer.context import FetchedValues, ValueFetch
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery
-from dbt.adapters.hiveopt.optimizer.view_statistics import base_key_columns, view_statistics
+from dbt.adapters.hiveopt.optimizer.view_statistics import base_columns, view_statistics
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
 from dbt.adapters.hiveopt.statistics_store import first_line
 
@@ -61,6 +62,15 @@ def fetch_small_side_values(fetch: ValueFetch, max_values: int, run) -> FetchedV
         result = FetchedValues(error=f"fetch failed ({type(error).__name__}: {first})")
     result.seconds = time.perf_counter() - started
     return result
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    """What a model reads of a relation: its key columns (joins, filters: detailed with heavy
+    hitters and histograms) and every column it uses (a statistics pass reads these)."""
+
+    keys: set[str]
+    used: set[str]
 
 
 @dataclass
@@ -127,18 +137,18 @@ class InputGatherer:
         if not needs_statistics(inputs.prepared.expression, config):
             return inputs
         keys = key_columns(inputs.prepared.expression)
+        used = referenced_columns(inputs.prepared.expression)
         for name in tables:
             db, _, table = name.partition(".")
             if table not in schema.get(db, {}):
                 continue
+            wanted = _Wanted(keys.get(name, set()), used.get(name, set()))
             if name in views:
-                stats = self._view(
-                    name, keys.get(name, set()), (auto_gather, why_not), inputs.gathering, depth=0, seen=()
-                )
+                stats = self._view(name, wanted, (auto_gather, why_not), inputs.gathering, depth=0, seen=())
             elif own_table is not None and name.lower() == own_table:
-                stats = self._table(name, keys.get(name, ()), (False, "the table this model builds"), inputs.gathering)
+                stats = self._table(name, wanted, (False, "the table this model builds"), inputs.gathering)
             else:
-                stats = self._table(name, keys.get(name, ()), (auto_gather, why_not), inputs.gathering)
+                stats = self._table(name, wanted, (auto_gather, why_not), inputs.gathering)
             if stats is not None:
                 catalog.put(name, stats)
         self._prepass(inputs, config, label)
@@ -198,11 +208,11 @@ class InputGatherer:
 
     # -- tables and views -----------------------------------------------------------------------
     def _table(
-        self, name: str, keys: Iterable[str], auto_gather: tuple[bool, str], gathering: dict[str, Any]
+        self, name: str, wanted: _Wanted, auto_gather: tuple[bool, str], gathering: dict[str, Any]
     ) -> TableStats | None:
         try:
             stats, state, seconds = self.statistics.ensure(
-                name, keys, auto_gather=auto_gather[0], why_not=auto_gather[1]
+                name, wanted.keys, auto_gather=auto_gather[0], why_not=auto_gather[1], columns=wanted.used
             )
         except Exception as error:  # this table's statistics are absent; the rules that need them skip
             self.statistics.warn_once(f"gather:{name}", f"statistics of {name} not gathered ({first_line(error)})")
@@ -214,14 +224,15 @@ class InputGatherer:
     def _view(
         self,
         name: str,
-        keys: set[str],
+        wanted: _Wanted,
         auto_gather: tuple[bool, str],
         gathering: dict[str, Any],
         depth: int,
         seen: tuple[str, ...],
     ) -> TableStats | None:
         """The view's statistics derived from its definition, after the statistics of what it
-        reads (gathered when absent, with key detail for the columns behind `keys`)."""
+        reads (gathered when absent: the base columns behind the view columns the model reads,
+        with key detail for those behind its keys)."""
         try:
             info = self.statistics.describe(name)
             if not info.view_text:
@@ -237,13 +248,14 @@ class InputGatherer:
                 base_infos[base] = self.statistics.describe(base)
                 db, table = base.split(".", 1)
                 schema.setdefault(db, {})[table] = dict(base_infos[base].columns)
-            wanted = base_key_columns(info.view_text, schema, keys, default_db)
+            keys, used = base_columns(info.view_text, schema, wanted.keys, wanted.used, default_db)
             below = StatsCatalog()
             for base in bases:
+                base_wanted = _Wanted(keys.get(base, set()), used.get(base, set()))
                 if base_infos[base].is_view:
-                    stats = self._view(base, wanted.get(base, set()), auto_gather, gathering, depth + 1, seen + (name,))
+                    stats = self._view(base, base_wanted, auto_gather, gathering, depth + 1, seen + (name,))
                 else:
-                    stats = self._table(base, wanted.get(base, ()), auto_gather, gathering)
+                    stats = self._table(base, base_wanted, auto_gather, gathering)
                 if stats is not None:
                     below.put(base, stats)
             derived = view_statistics(info.view_text, schema, below, default_db)

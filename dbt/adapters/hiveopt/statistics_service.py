@@ -136,20 +136,29 @@ class StatisticsService(StatisticsStore):
             self._infos.pop(name.lower(), None)
 
     # -- the store ----------------------------------------------------------------------------
-    def gather(self, name: str, key_columns: Iterable[str] = ()) -> GatherResult:
-        """The full pass: every column, with detail (heavy hitters, histogram) for key columns.
+    def gather(self, name: str, key_columns: Iterable[str] = (), columns: Iterable[str] | None = None) -> GatherResult:
+        """The full pass: one aggregate over the table, with detail (heavy hitters, histogram) for
+        key columns. `columns`: read only these of the table's text and other columns (numbers
+        and dates are always read: cheap, and the usual keys of the next model); None reads all.
         One at a time per table: a second caller waits for the first."""
         with self._table_lock(name):
             info = self.describe(name)
             self.load()
             previous = self._stored(name.lower())
             keys = {k.lower() for k in key_columns}
-            if previous is not None:  # keep detailing the keys that earlier models asked for
+            wanted = None if columns is None else {c.lower() for c in columns} | keys
+            if previous is not None:  # keep what earlier models asked for: detail and columns
                 keys |= {c for c, s in previous.columns.items() if s.heavy_hitters is not None}
+                wanted = None if wanted is None else wanted | set(previous.columns)
             # Number and date columns get detail whether or not this model joins on them: the
             # next model that does would otherwise pay a second pass over the table.
             keys |= {c.lower() for c, t in info.columns.items() if base_type(t) in ALWAYS_DETAILED_TYPES}
-            stats, seconds = self._run_pass(name, info.columns, keys, info.fingerprint)
+            read = {
+                c: t
+                for c, t in info.columns.items()
+                if wanted is None or c.lower() in wanted or base_type(t) in ALWAYS_DETAILED_TYPES
+            }
+            stats, seconds = self._run_pass(name, read, keys, info.fingerprint)
             stats.size_bytes = Estimate.exact(info.size_bytes) if info.size_bytes is not None else Estimate.absent()
             with self._lock:
                 self.full_passes[name.lower()] = self.full_passes.get(name.lower(), 0) + 1
@@ -170,32 +179,48 @@ class StatisticsService(StatisticsStore):
             self.save(name, stats, seconds)
             return GatherResult(stats, seconds)
 
-    def gather_key_detail(self, name: str, stats: TableStats, key_columns: Iterable[str]) -> GatherResult:
-        """A pass over only the key columns that lack detail, merged into a copy of the current
-        statistics (other threads may be reading those)."""
+    def gather_columns(
+        self, name: str, stats: TableStats, columns: Iterable[str], key_columns: Iterable[str]
+    ) -> GatherResult:
+        """A pass over only `columns` (those the statistics lack, or keys that lack detail),
+        merged into a copy of the current statistics (other threads may be reading those). Reading
+        a few columns costs a fraction of the whole table's pass."""
         with self._table_lock(name):
             info = self.describe(name)
-            wanted = {k.lower() for k in key_columns}
-            columns = {c: t for c, t in info.columns.items() if c.lower() in wanted}
-            detail, seconds = self._run_pass(name, columns, wanted, info.fingerprint)
+            keys = {k.lower() for k in key_columns}
+            wanted = {c.lower() for c in columns} | keys
+            read = {c: t for c, t in info.columns.items() if c.lower() in wanted}
+            keys |= {c.lower() for c, t in read.items() if base_type(t) in ALWAYS_DETAILED_TYPES}
+            detail, seconds = self._run_pass(name, read, keys, info.fingerprint, known_rows=stats.row_count)
             merged_stats = TableStats.from_dict(stats.to_dict())
             for column_name, column in detail.columns.items():
                 merged = merged_stats.columns.setdefault(column_name, column)
-                merged.heavy_hitters = column.heavy_hitters if column.heavy_hitters is not None else []
-                merged.histogram = column.histogram
+                if column_name in keys:
+                    merged.heavy_hitters = column.heavy_hitters if column.heavy_hitters is not None else []
+                    merged.histogram = column.histogram
             self.save(name, merged_stats, seconds)
             return GatherResult(merged_stats, seconds)
 
     def _run_pass(
-        self, name: str, columns: dict[str, str], keys: set[str], fingerprint: str
+        self,
+        name: str,
+        columns: dict[str, str],
+        keys: set[str],
+        fingerprint: str,
+        known_rows: Estimate | None = None,
     ) -> tuple[TableStats, float]:
+        """One aggregate over `columns`; `known_rows`: the exact row count of the table as it is
+        (from a pass over the same data), which spares a big table its COUNT(*)."""
         size = self.describe(name).size_bytes
         started = time.perf_counter()
         rows, percent = None, None
         if self.sample_above_rows and size is not None and size > self.sample_check_above_bytes:
             # A big table: count it (from Parquet footers), then read a sample of it.
-            count = exp.select(exp.Count(this=exp.Star())).from_(exp.to_table(name))
-            rows = int(float(self.execute(count.sql(DIALECT))[0][0]))
+            if known_rows is not None and known_rows.is_exact:
+                rows = int(known_rows.value)
+            else:
+                count = exp.select(exp.Count(this=exp.Star())).from_(exp.to_table(name))
+                rows = int(float(self.execute(count.sql(DIALECT))[0][0]))
             if rows > self.sample_above_rows:
                 percent = 100.0 * self.sample_rows / rows
         query = gather_query(name, columns, keys, self.heavy_hitters, self.buckets, sample_percent=percent)
@@ -230,29 +255,36 @@ class StatisticsService(StatisticsStore):
         key_columns: Iterable[str] = (),
         auto_gather: bool = True,
         why_not: str = "automatic gathering is off",
+        columns: Iterable[str] | None = None,
     ) -> tuple[TableStats | None, str, float]:
-        """Current statistics of a table, gathering them when absent, stale or missing a key column's
-        detail. Returns (stats or None, what happened, seconds spent gathering). Under the table's
-        lock: a thread that finds another gathering the table waits and then reads its result."""
+        """Current statistics of a table, gathering them when absent or stale, and a pass over the
+        columns they lack (a column the model reads, a key column's detail). `columns`: the
+        columns the model reads (None: all). Returns (stats or None, what happened, seconds spent
+        gathering). Under the table's lock: a thread that finds another gathering the table waits
+        and then reads its result."""
         with self._table_lock(name):
-            return self._ensure(name, key_columns, auto_gather, why_not)
+            return self._ensure(name, key_columns, auto_gather, why_not, columns)
 
     def _ensure(
-        self, name: str, key_columns: Iterable[str], auto_gather: bool, why_not: str
+        self, name: str, key_columns: Iterable[str], auto_gather: bool, why_not: str, columns: Iterable[str] | None
     ) -> tuple[TableStats | None, str, float]:
         stats, state = self.current(name)
-        if self.describe(name).is_view:
+        info = self.describe(name)
+        if info.is_view:
             return None, state, 0.0
         keys = {k.lower() for k in key_columns}
-        missing_keys = stats is not None and any(
-            k in stats.columns and stats.columns[k].heavy_hitters is None for k in keys
-        )
-        if stats is not None and not missing_keys:
+        known = {c.lower() for c in info.columns}
+        wanted = known if columns is None else {c.lower() for c in columns} & known
+        missing: set[str] = set()
+        if stats is not None:
+            missing = {c for c in wanted | (keys & known) if c not in stats.columns}
+            missing |= {k for k in keys if k in stats.columns and stats.columns[k].heavy_hitters is None}
+        if stats is not None and not missing:
             return stats, state, 0.0
         if not auto_gather:
             return stats, f"{state}; {why_not}", 0.0
         if stats is not None:
-            result = self.gather_key_detail(name, stats, keys)
-            return result.stats, "gathered key-column detail", result.seconds
-        result = self.gather(name, keys)
+            result = self.gather_columns(name, stats, missing, keys & missing)
+            return result.stats, f"gathered {', '.join(sorted(missing))} (a narrow pass)", result.seconds
+        result = self.gather(name, keys, None if columns is None else wanted)
         return result.stats, "gathered", result.seconds

@@ -185,8 +185,8 @@ class StatisticsStore:
             self._stats[name.lower()] = stats
             if self._store_unwritable:
                 return
-            if self.defer_saves:
-                self._pending.append(row)
+            if self.defer_saves:  # a table's later statistics (a narrow pass merged) replace its earlier
+                self._pending = [pending for pending in self._pending if pending[0] != row[0]] + [row]
                 return
         self._write([row])
 

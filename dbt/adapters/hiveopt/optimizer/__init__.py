@@ -14,6 +14,7 @@ from dbt.adapters.hiveopt.optimizer.prepare import (
     parse_query,
     physical_tables,
     prepare_query,
+    referenced_columns,
 )
 from dbt.adapters.hiveopt.optimizer.statistics import (
     ColumnStats,
@@ -40,5 +41,6 @@ __all__ = [
     "needs_statistics",
     "physical_tables",
     "prepare_query",
+    "referenced_columns",
     "value_fetches",
 ]

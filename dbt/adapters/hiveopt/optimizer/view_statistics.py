@@ -25,7 +25,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
-from dbt.adapters.hiveopt.optimizer.prepare import key_columns, prepare_query
+from dbt.adapters.hiveopt.optimizer.prepare import key_columns, prepare_query, referenced_columns
 from dbt.adapters.hiveopt.optimizer.relation_estimates import ColumnEstimate
 from dbt.adapters.hiveopt.optimizer.statistics import ColumnStats, Estimate, StatsCatalog, TableStats
 
@@ -81,21 +81,51 @@ def base_key_columns(
     >>> sorted(base_key_columns("SELECT t.s FROM db.t JOIN db.u ON t.k = u.k", schema, set()).items())
     [('db.t', {'k'}), ('db.u', {'k'})]
     """
-    prepared = prepare_query(view_sql, schema, default_db)
-    expression = prepared.expression
+    return base_columns(view_sql, schema, view_keys, None, default_db)[0]
+
+
+def base_columns(
+    view_sql: str,
+    schema: Schema,
+    view_keys: set[str],
+    view_used: set[str] | None,
+    default_db: str | None = None,
+) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(key columns, used columns) of the view's base tables, by `db.table`, for a model that
+    uses `view_keys` of the view's columns as keys and reads `view_used` of them (None: all).
+    Used base columns are those the view's own clauses read and those behind the projections the
+    model reads: statistics passes read only these (and numbers and dates), not every column.
+
+    >>> schema = {"db": {"t": {"k": "int", "s": "string", "c": "string"}}}
+    >>> keys, used = base_columns("SELECT k AS key, upper(s) AS name, c FROM db.t WHERE c <> ''", schema,
+    ...                           set(), {"name"})
+    >>> sorted(used["db.t"])
+    ['c', 's']
+    """
+    expression = prepare_query(view_sql, schema, default_db).expression
     keys = key_columns(expression)
     select = expression if isinstance(expression, exp.Select) else None
-    if select is None or not view_keys:
-        return keys
-    sources = _table_sources(select)
-    wanted = {k.lower() for k in view_keys}
-    for projection in select.selects:
-        inner = projection.unalias()
-        if projection.alias_or_name.lower() in wanted and isinstance(inner, exp.Column):
-            table = sources.get(inner.table.lower())
-            if table:
-                keys.setdefault(table, set()).add(inner.name.lower())
-    return keys
+    if select is not None and view_keys:
+        sources = _table_sources(select)
+        wanted = {k.lower() for k in view_keys}
+        for projection in select.selects:
+            inner = projection.unalias()
+            if projection.alias_or_name.lower() in wanted and isinstance(inner, exp.Column):
+                table = sources.get(inner.table.lower())
+                if table:
+                    keys.setdefault(table, set()).add(inner.name.lower())
+    if select is not None and view_used is not None:
+        # Projections the model does not read contribute no columns (a literal in their place).
+        wanted = {c.lower() for c in view_used}
+        select = select.copy()
+        for projection in list(select.selects):
+            if projection.alias_or_name.lower() not in wanted:
+                projection.replace(exp.alias_(exp.Literal.number(1), projection.alias_or_name))
+        expression = select
+    used = referenced_columns(expression)
+    for table, columns in keys.items():
+        used.setdefault(table, set()).update(columns)
+    return keys, used
 
 
 def _table_sources(select: exp.Select) -> dict[str, str]:
