@@ -188,13 +188,21 @@ def _rewrite(expression, select, s_alias: str, aggregate: _Aggregate, joined: _J
     filters = [renamed(p, aggregate.inner_alias, alias) for p in local]
     if joined.outer_join is None:  # the inner join drops NULL keys
         filters += [exp.column(k, table=alias).is_(exp.null()).not_() for k in key_names]
-    else:  # the outer join keeps them, with NULL aggregates (the key columns are NULL already)
+    else:  # the outer join keeps them, with NULL aggregates
         windows = [(n, null_for_null_keys(w, [exp.column(k, table=alias) for k in key_names])) for n, w in windows]
     block = window_block(aggregate.inner.args["from_"].this, alias, columns, windows, filters)
     from_item(select, alias).replace(block)
     drop_conjuncts(select, list(joined.equalities.values()))
     remove_item(select, s_alias)
-    mapping = {(s_alias.lower(), out.lower()): exp.column(key, table=alias) for out, key in aggregate.key_of.items()}
+    key_columns = [exp.column(k, table=alias) for k in key_names]
+
+    def key_value(key: str) -> exp.Expression:
+        # Through an outer join a row with any NULL key matches no group: every output of the
+        # aggregate is NULL there, its key columns too (one NULL key is that key itself).
+        column = exp.column(key, table=alias)
+        return null_for_null_keys(column, key_columns) if joined.outer_join and len(key_names) > 1 else column
+
+    mapping = {(s_alias.lower(), out.lower()): key_value(key) for out, key in aggregate.key_of.items()}
     mapping.update({(s_alias.lower(), out.lower()): exp.column(n, table=alias) for n, (out, _) in zip(names, windowed)})
     replace_columns(select, mapping)
 
