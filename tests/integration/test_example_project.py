@@ -42,9 +42,12 @@ def check_build(result, report_dir):
     assert statuses["pass"] >= 20  # schema tests, the singular test and the unit test
     with open(os.path.join(report_dir, "revenue_by_nation.json")) as handle:
         record = json.load(handle)
-    # TPC-H Q5 over staging views: reordered and hinted through them.
-    assert record["fired_rules"] == ["reorder_joins", "select_join_algorithms"]
-    assert "BROADCAST(" in open(os.path.join(report_dir, "revenue_by_nation.sql")).read()
+    # TPC-H Q5 over staging views: reordered through them. At SF 0.1 every dimension is small on
+    # disk: Spark broadcasts each by itself, and the join-algorithm rule says so instead of hinting.
+    assert record["fired_rules"] == ["reorder_joins"]
+    algorithms = [d for r in record["rules"] if r["rule"] == "select_join_algorithms" for d in r["decisions"]]
+    assert algorithms and all(d["reason"].startswith("Spark does this already") for d in algorithms), algorithms
+    assert "BROADCAST(" not in open(os.path.join(report_dir, "revenue_by_nation.sql")).read()
     assert record["statistics_used"]["analytics.stg_orders"]["precision"] == "exact"  # a view over tpch.orders
     assert record["statistics_used"]["analytics.stg_nations"]["precision"] == "exact"  # a view over a seed
     assert record["statistics_gathering"]["analytics.stg_nations"]["state"] == (
@@ -69,7 +72,7 @@ def test_build_on_local_session(spark, tpch_dir, tmp_path):
     events = Events()
     result, report_dir = build("session", tmp_path, events)
     record = check_build(result, report_dir)
-    assert events.matching("hiveopt adapter: revenue_by_nation: reorder_joins, select_join_algorithms")
+    assert events.matching("hiveopt adapter: revenue_by_nation: reorder_joins (")
     (line,) = events.matching("models: ")  # the run's closing line
     assert "13 models: " in line and "no join or subquery" in line and "0 fell back" in line, line
     # What Spark stored equals what the model as written returns.

@@ -167,6 +167,21 @@ def session_task_slots() -> int | None:
     return int(context.defaultParallelism) if context is not None else None
 
 
+def session_broadcast_threshold() -> int | None:
+    """The embedded session's spark.sql.autoBroadcastJoinThreshold in bytes (-1: off), or None
+    without a session: the line under which Spark broadcasts a join side by itself."""
+    from pyspark.sql import SparkSession
+
+    # dbt's worker threads have no active session of their own: the process's session is it.
+    session = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    if session is None:
+        return None
+    try:
+        return int(session._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
+    except Exception:  # a session of another kind (Spark Connect): the default stands
+        return None
+
+
 class HiveoptConnectionManager(SparkConnectionManager):
     TYPE = "hiveopt"
 

@@ -20,7 +20,11 @@ from dbt.adapters.spark.impl import SparkAdapter
 from sqlglot import exp
 
 from dbt.adapters.hiveopt.actual_rows import attach_all, read_plan, worst_q_error
-from dbt.adapters.hiveopt.connections import HiveoptConnectionManager, session_task_slots
+from dbt.adapters.hiveopt.connections import (
+    HiveoptConnectionManager,
+    session_broadcast_threshold,
+    session_task_slots,
+)
 from dbt.adapters.hiveopt.html_report import write_index
 from dbt.adapters.hiveopt.model_inputs import InputGatherer, fetch_small_side_values  # noqa: F401 (fuzz/ imports it here)
 from dbt.adapters.hiveopt.optimizer import (
@@ -103,10 +107,13 @@ class HiveoptAdapter(SparkAdapter):
     # -- settings -----------------------------------------------------------------------------
     def _optimizer_block(self) -> dict[str, Any]:
         block = dict(getattr(self.config.credentials, "optimizer", None) or {})
-        if "task_slots" not in block and self.config.credentials.method == SparkConnectionMethod.SESSION:
-            slots = session_task_slots()  # an embedded session knows its cores; a server is configured
-            if slots:
-                block["task_slots"] = slots
+        if self.config.credentials.method == SparkConnectionMethod.SESSION:
+            # An embedded session knows its cores and its broadcast line; a server is configured.
+            if "task_slots" not in block and session_task_slots():
+                block["task_slots"] = session_task_slots()
+            threshold = session_broadcast_threshold()
+            if "spark_broadcast_threshold_bytes" not in block and threshold is not None:
+                block["spark_broadcast_threshold_bytes"] = threshold
         return block
 
     def _stats_settings(self) -> dict[str, Any]:

@@ -19,6 +19,10 @@ from typing import Any
 # Spark's own spark.sql.autoBroadcastJoinThreshold default: the same line, drawn from our
 # estimate after filters instead of Spark's unfiltered file size.
 DEFAULT_BROADCAST_THRESHOLD_BYTES = 10 * 1024 * 1024
+# A build side our estimate puts above this share of the broadcast threshold, with an estimated
+# (not exact) size, is left to Spark: the estimate may be off by that much, and a broadcast
+# forced on a side too big for it costs more than the sort-merge join AQE would switch itself.
+NEAR_THRESHOLD_SHARE = 0.5
 # Above this, a shuffle-hash build side per partition risks memory pressure; Spark's own
 # preference check uses autoBroadcastJoinThreshold * numShufflePartitions.
 DEFAULT_SHUFFLE_HASH_PARTITION_BYTES = 64 * 1024 * 1024
@@ -51,6 +55,9 @@ class OptimizerConfig:
     verify: bool = False
     rules: dict[str, bool] = field(default_factory=dict)
     broadcast_threshold_bytes: int = DEFAULT_BROADCAST_THRESHOLD_BYTES
+    # Spark's spark.sql.autoBroadcastJoinThreshold where the models run: a side Spark itself sizes
+    # under it (its size on disk, scaled by the columns read) Spark broadcasts without a hint.
+    spark_broadcast_threshold_bytes: int = DEFAULT_BROADCAST_THRESHOLD_BYTES
     shuffle_hash: bool = True
     shuffle_hash_partition_bytes: int = DEFAULT_SHUFFLE_HASH_PARTITION_BYTES
     shuffle_hash_ratio: float = DEFAULT_SHUFFLE_HASH_RATIO
@@ -152,6 +159,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "shuffle_hash": _boolean,
     "prune_fetch_values": _boolean,
     "broadcast_threshold_bytes": _number(int, 0),
+    "spark_broadcast_threshold_bytes": _number(int, -1),
     "shuffle_hash_partition_bytes": _number(int, 1),
     "shuffle_hash_ratio": _positive,
     "shuffle_partitions": _number(int, 1),

@@ -36,6 +36,7 @@ from dbt.adapters.hiveopt.optimizer.selectivity import (
     literal_value,
     selectivity,
 )
+from dbt.adapters.hiveopt.optimizer.spark_sizes import SparkSizes
 from dbt.adapters.hiveopt.optimizer.statistics import (
     Estimate,
     Precision,
@@ -97,6 +98,7 @@ class Estimator:
         self.root = root
         self._scopes: dict[int, Scope] | None = None
         self._memo: dict[int, RelationEstimate] = {}
+        self._spark_sizes: SparkSizes | None = None
         self.used: dict[str, dict[str, Any]] = {}  # statistics consulted, for the report
 
     def over(self, root: exp.Expression) -> Estimator:
@@ -104,8 +106,15 @@ class Estimator:
         rewrite): same schema and statistics, its own scopes and memo."""
         view = Estimator.__new__(Estimator)
         view.schema, view.statistics, view.root = self.schema, self.statistics, root
-        view._scopes, view._memo, view.used = None, {}, {}
+        view._scopes, view._memo, view.used, view._spark_sizes = None, {}, {}, None
         return view
+
+    @property
+    def spark_sizes(self) -> SparkSizes:
+        """Spark's own (static) sizes of this query's relations: what Spark broadcasts by itself."""
+        if self._spark_sizes is None:
+            self._spark_sizes = SparkSizes(self)
+        return self._spark_sizes
 
     @property
     def scopes(self) -> dict[int, Scope]:

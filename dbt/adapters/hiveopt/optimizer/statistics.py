@@ -61,6 +61,10 @@ class Estimate:
         return Estimate(float(value), precision)
 
     @property
+    def is_exact(self) -> bool:
+        return self.precision == Precision.EXACT and self.value is not None
+
+    @property
     def is_absent(self) -> bool:
         return self.precision == Precision.ABSENT or self.value is None
 
@@ -225,6 +229,9 @@ class TableStats:
     collected_at: str | None = None
     # Set by the statistics store when the table changed since collection: not to be trusted.
     stale: bool = False
+    # Spark's own size of the relation, when it is not its size on disk: a view's (the plan it
+    # stands for, spark_sizes.py). What decides whether Spark broadcasts it by itself.
+    spark_bytes: Estimate = field(default_factory=Estimate.absent)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TableStats:
@@ -241,6 +248,7 @@ class TableStats:
             fingerprint=data.get("fingerprint"),
             collected_at=data.get("collected_at"),
             stale=bool(data.get("stale", False)),
+            spark_bytes=_estimate_from(data.get("spark_bytes"), Precision.ESTIMATED, "spark_bytes"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -251,6 +259,7 @@ class TableStats:
             "fingerprint": self.fingerprint,
             "collected_at": self.collected_at,
             "stale": self.stale,
+            **({} if self.spark_bytes.is_absent else {"spark_bytes": self.spark_bytes.to_dict()}),
         }
 
     def column(self, name: str) -> ColumnStats:

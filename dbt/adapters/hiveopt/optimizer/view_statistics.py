@@ -27,6 +27,7 @@ from sqlglot import exp
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.prepare import key_columns, prepare_query, referenced_columns
 from dbt.adapters.hiveopt.optimizer.relation_estimates import ColumnEstimate
+from dbt.adapters.hiveopt.optimizer.spark_sizes import UNKNOWN, SparkSizes
 from dbt.adapters.hiveopt.optimizer.statistics import ColumnStats, Estimate, StatsCatalog, TableStats
 
 Schema = dict[str, dict[str, dict[str, str]]]
@@ -39,11 +40,18 @@ def view_statistics(
     count cannot be estimated (a relation below it has no statistics: rules then skip, as for
     any relation without statistics). Raises UnsupportedQuery for SQL the optimizer cannot read."""
     prepared = prepare_query(view_sql, schema, default_db)
-    estimate = Estimator(prepared.expression, schema, statistics).estimate(prepared.expression)
+    estimator = Estimator(prepared.expression, schema, statistics)
+    estimate = estimator.estimate(prepared.expression)
     if estimate.rows.is_absent:
         return None
     rows = estimate.rows
-    out = TableStats(row_count=rows, size_bytes=estimate.bytes())
+    spark_bytes, _ = SparkSizes(estimator).output(prepared.expression)
+    out = TableStats(
+        row_count=rows,
+        size_bytes=estimate.bytes(),
+        # Spark plans the view as the query it stands for: its size is the tables' on disk.
+        spark_bytes=Estimate.estimated(spark_bytes) if spark_bytes != UNKNOWN else Estimate.absent(),
+    )
     for name, column in estimate.columns.items():
         out.columns[name] = _column_stats(column, rows)
     return out

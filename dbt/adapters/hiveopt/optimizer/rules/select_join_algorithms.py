@@ -11,10 +11,11 @@ from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
 from dbt.adapters.hiveopt.optimizer.blocks import join_blocks
-from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
+from dbt.adapters.hiveopt.optimizer.config import NEAR_THRESHOLD_SHARE, OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, Skip
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.human import human_bytes
+from dbt.adapters.hiveopt.optimizer.spark_sizes import UNKNOWN
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate
 from dbt.adapters.hiveopt.optimizer.syntax import conjuncts, equi_pair, nested_join, relation_label, source_alias
 
@@ -84,8 +85,10 @@ def _choose(
             hints += _choose(scope, nested, nested.args["joins"], estimator, config, log, label)
     steps = estimator.join_steps(scope, first_node, joins)
     first = first_node.alias_or_name if nested_join(first_node) is None else None
+    spark = _SparkChoice(scope, estimator, first, config)
     for i, join in enumerate(joins):
         build = _build_side(scope, join, i, first, steps[i], estimator, log, label)
+        spark_builds = spark.next(join)
         if isinstance(build, Skip):
             build.record_in(log, block=label, join=source_alias(join))
             continue
@@ -101,6 +104,11 @@ def _choose(
             precision=build.bytes.precision.name.lower(),
         )
         hint = _algorithm(build, i, config)
+        if not isinstance(hint, Skip) and hint[0] == "BROADCAST" and spark_builds == build.name:
+            hint = Skip(
+                f"Spark does this already: it broadcasts {build.label} by itself (it sizes it at "
+                f"{human_bytes(spark.sizes[build.name])}, under its {human_bytes(spark.threshold)})"
+            )
         if isinstance(hint, Skip):
             hint.record_in(log, **details)
             continue
@@ -150,6 +158,42 @@ def _build_side(
     return best
 
 
+class _SparkChoice:
+    """Which side Spark itself broadcasts at each join of a chain, from its own sizes (a table's
+    size on disk scaled by the columns read; a join result is the product of its sides), as its
+    JoinSelection does without hints: the smaller of the sides it may build on and sizes under
+    its threshold."""
+
+    def __init__(self, scope: Scope, estimator: Estimator, first: str | None, config: OptimizerConfig):
+        self.scope, self.threshold = scope, config.spark_broadcast_threshold_bytes
+        self.spark = estimator.spark_sizes
+        self.sizes: dict[str, float] = {}
+        self.left = self._size(first) if first else UNKNOWN
+        self.first, self.index = first, 0
+
+    def _size(self, alias: str) -> float:
+        self.sizes[alias] = self.spark.source(self.scope, alias)
+        return self.sizes[alias]
+
+    def next(self, join: exp.Join) -> str | None:
+        """The relation Spark broadcasts at this join (None: no relation it can name, or none)."""
+        alias = source_alias(join)
+        right = self._size(alias) if nested_join(join.this) is None else UNKNOWN
+        side, kind = (join.side or "").upper(), (join.kind or "").upper()
+        left_name = self.first if self.index == 0 else None
+        fits = [
+            (size, name)
+            for size, name, buildable in (
+                (right, alias, side not in ("RIGHT", "FULL")),
+                (self.left, left_name, side in ("", "RIGHT") and kind not in ("SEMI", "ANTI")),
+            )
+            if buildable and 0 <= size <= self.threshold
+        ]
+        self.left = self.left if kind in ("SEMI", "ANTI") else self.left * right
+        self.index += 1
+        return min(fits, key=lambda f: f[0])[1] if fits else None
+
+
 def _algorithm(build: _Build, i: int, config: OptimizerConfig) -> tuple[str, str] | Skip:
     """(hint, reason) for the build side of join `i`, or why Spark keeps its choice."""
     size, threshold = build.bytes.value, config.broadcast_threshold_bytes
@@ -158,6 +202,11 @@ def _algorithm(build: _Build, i: int, config: OptimizerConfig) -> tuple[str, str
     # the join result is smaller (cost_model.py says the same to the join order).
     smaller_than_probe = build.probe_bytes.is_absent or size <= build.probe_bytes.value or i > 0
     if size <= threshold and smaller_than_probe:
+        if size > NEAR_THRESHOLD_SHARE * threshold and not build.rows.is_exact:
+            return Skip(
+                f"{build.label} is estimated at {human_bytes(size)}, near the {human_bytes(threshold)} threshold, "
+                "from estimated rows: Spark decides at run time"
+            )
         return "BROADCAST", f"broadcast {build.label}: estimated {human_bytes(size)} <= {human_bytes(threshold)}"
     if (
         config.shuffle_hash
