@@ -109,7 +109,15 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", default="0.1")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--feedback",
+        default="off",
+        choices=("off", "explore"),
+        help="hiveopt's feedback setting: off (every build runs the rewrites) or explore (a rewrite runs "
+        "optimized on the first build, as written on the next, then the faster)",
+    )
     args = parser.parse_args()
+    os.environ["HIVEOPT_FEEDBACK"] = args.feedback
     spark, common = harness.prepare(args.scale)
     common = {"tpch_schema": common["tpch_schema"]}  # the project as it is, no benchmark models
 

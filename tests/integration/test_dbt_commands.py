@@ -70,6 +70,12 @@ def project(spark, tmp_path_factory):
               schema: commands
               optimizer:
                 broadcast_threshold_bytes: 1048576
+                # The seeds are tiny: Spark would broadcast them by itself and the rule would write
+                # no hint. Told Spark broadcasts nothing, the join gets its hint, as a big one would.
+                spark_broadcast_threshold_bytes: -1
+                # Models are built again and again here: each build runs the rewrite (no
+                # alternating with the SQL as written, which test_statistics_store covers).
+                feedback: "off"
                 stats:
                   schema: hiveopt_commands
         """)

@@ -8,6 +8,7 @@
 - the NULL hot-key repro: `skewed_keys` listing `none` returns the rows the model as written returns.
 """
 
+import datetime
 import json
 import os
 import textwrap
@@ -15,6 +16,8 @@ from collections import Counter
 
 import pytest
 from helpers.dbt_run import Events, run_dbt
+
+from dbt.adapters.hiveopt.statistics_service import StatisticsService
 
 pytestmark = pytest.mark.integration
 
@@ -33,8 +36,9 @@ def _profile(name, output):
     return f"{name}:\n  target: dev\n  outputs:\n    dev:\n{lines}\n"
 
 
-def threads_project(root, source_db, stats_schema, connection):
-    """16 models, each joining two of 4 sources on `k`, built by 8 threads at once."""
+def threads_project(root, source_db, stats_schema, connection, optimizer=""):
+    """16 models, each joining two of 4 sources on `k`, built by 8 threads at once; `optimizer`:
+    more settings of the profile's optimizer block (one per line)."""
     creates = "".join(
         f'  - "create table if not exists {source_db}.{s} using parquet as select id, '
         f"cast(id % {100 + i} as int) as k, concat('v', cast(id % 7 as string)) as v from range({20000 + 1000 * i})\"\n"
@@ -71,7 +75,8 @@ def threads_project(root, source_db, stats_schema, connection):
         optimizer:
           stats:
             schema: {stats_schema}
-        """,
+        """.rstrip(" ")
+        + "".join(f"          {line}\n" for line in optimizer.splitlines()),
     )
     _write(root, files)
 
@@ -132,8 +137,69 @@ def test_threads_on_the_session(spark, tmp_path):
     events = Events()
     result = run(tmp_path, "run", events=events)
     check_threads_run(result, events, tmp_path, "stt_src")
-    stored = spark.sql("SELECT table_name, COUNT(*) AS n FROM stt_stats.table_statistics GROUP BY table_name").collect()
+    stored = spark.sql(
+        "SELECT table_name, COUNT(*) AS n FROM stt_stats.table_statistics "
+        "WHERE table_name NOT LIKE 'outcome:%' GROUP BY table_name"
+    ).collect()
     assert {row.table_name: row.n for row in stored} == {f"stt_src.{s}": 1 for s in SOURCES}
+
+
+def test_feedback_measures_each_rewrite_once_and_keeps_the_faster_on_threads(spark, tmp_path):
+    """16 rewritten models built by 8 threads, four times: the first build gathers the sources'
+    statistics and measures nothing (its time stands for a day that does not come back); then
+    each runs optimized, then as written, then whichever built faster (the optimized SQL only
+    when faster by the margin), every outcome saved (two per model, none lost to concurrent
+    saves); an outcome where the original was faster keeps the original and the record says why."""
+    from dbt.adapters.hiveopt.feedback import MARGIN, Outcome
+
+    for db in ("stt_src", "stt_stats", "stt"):
+        spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")
+    # Spark broadcasts nothing by itself here: every join gets its hint, so every model is rewritten.
+    threads_project(
+        tmp_path,
+        "stt_src",
+        "stt_stats",
+        """
+        type: hiveopt
+        method: session
+        schema: stt
+        """,
+        optimizer="spark_broadcast_threshold_bytes: -1",
+    )
+    ran = []
+    for _ in range(4):
+        assert run(tmp_path, "run").success
+        ran.append({name: r["feedback"] for name, r in records(tmp_path).items() if r.get("feedback")})
+    assert len(ran[0]) == MODELS, sorted(ran[0])
+    assert all(f["ran"] == "optimized" and f["not_measured"] and "seconds" not in f for f in ran[0].values())
+    assert {f["ran"] for f in ran[1].values()} == {"optimized"} and {f["ran"] for f in ran[2].values()} == {"original"}
+    assert all(f["why"].startswith("exploring: the original this build") for f in ran[2].values())
+    assert all(f["seconds"] > 0 for build in ran[1:] for f in build.values())
+    rows = spark.sql("SELECT table_name, payload FROM stt_stats.table_statistics WHERE table_name LIKE 'outcome:%'")
+    outcomes = {}
+    for row in rows.collect():
+        outcome = Outcome.from_payload(row.payload)
+        outcomes.setdefault(row.table_name, []).append(outcome)
+    assert len(outcomes) == 2 * MODELS, sorted(outcomes)
+    for name, build in ran[3].items():  # judged on what builds 2 and 3 measured
+        optimized, original = ran[1][name]["seconds"], ran[2][name]["seconds"]
+        expected = "optimized" if optimized <= original * (1 - MARGIN) else "original"
+        assert build["ran"] == expected and build["why"].startswith(f"kept {expected}:"), (name, build)
+    # A model whose original measured faster keeps it, and says so.
+    service = StatisticsService(lambda sql: [tuple(r) for r in spark.sql(sql).collect()], stats_schema="stt_stats")
+    rewrite, size = ran[3]["m00"]["rewrite"], ran[3]["m00"]["input_bytes"]
+    now = datetime.datetime.now(datetime.timezone.utc)  # later than the runs': the latest save wins
+    service.record_outcome("stt.m00", Outcome("optimized", rewrite, 7.9, size, now.isoformat()))
+    service.record_outcome("stt.m00", Outcome("original", rewrite, 4.9, size, now.isoformat()))
+    events = Events()
+    assert run(tmp_path, "run", "--select", "m00", events=events).success
+    record = records(tmp_path)["m00"]
+    why = f"kept original: optimized 7.9 s vs original 4.9 s on {now.date().isoformat()}"
+    assert record["feedback"]["why"] == why and record["feedback"]["ran"] == "original"
+    assert (tmp_path / "target" / "hiveopt" / "m00.sql").read_text().strip() == record["original_sql"].strip()
+    assert events.matching(f"m00: runs as written ({why})")
+    (line,) = events.matching("models: ")
+    assert "1 unchanged (1 feedback: the original was faster)" in line, line
 
 
 @pytest.mark.thrift

@@ -9,7 +9,7 @@ from helpers.data import create_tables, literals
 from helpers.fixtures import load_sets
 from helpers.results import rows_of
 
-from dbt.adapters.hiveopt.optimizer import OptimizerContext, StatsCatalog, optimize
+from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, optimize
 
 pytestmark = pytest.mark.spark
 
@@ -109,9 +109,11 @@ def shop(spark):
 @pytest.mark.parametrize("sql, outcome", EXOTIC)
 def test_exotic_sql_keeps_its_results(shop, sql, outcome):
     spark, sets = shop
-    # Statistics that make every small side a broadcast candidate, so rules do fire where they can.
+    # Statistics that make every small side a broadcast candidate, and a Spark told to broadcast
+    # nothing by itself (the small sides are tiny on disk), so rules do fire where they can.
     stats = StatsCatalog.from_dict(sets["statistics"])
-    result = optimize(sql, OptimizerContext(schema=sets["schema"], statistics=stats))
+    config = OptimizerConfig(spark_broadcast_threshold_bytes=-1)
+    result = optimize(sql, OptimizerContext(schema=sets["schema"], statistics=stats, config=config))
     assert [r.error for r in result.rules if r.error] == []
     if outcome == "falls back":
         assert result.fallback_reason and result.sql == sql

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import datetime
 import threading
 import time
 from typing import Any
@@ -25,6 +26,7 @@ from dbt.adapters.hiveopt.connections import (
     session_broadcast_threshold,
     session_task_slots,
 )
+from dbt.adapters.hiveopt.feedback import Choice, Outcome, choose, rewrite_fingerprint
 from dbt.adapters.hiveopt.html_report import write_index
 from dbt.adapters.hiveopt.model_inputs import InputGatherer, fetch_small_side_values  # noqa: F401 (fuzz/ imports it here)
 from dbt.adapters.hiveopt.optimizer import (
@@ -99,6 +101,8 @@ class HiveoptAdapter(SparkAdapter):
         self._build_started: dict[str, float] = {}
         # unique_id -> (job description of its build, label): its actual rows are read after it.
         self._measured: dict[str, tuple[str, str]] = {}
+        # unique_id -> (the outcome to record after its build, what the record says of it)
+        self._feedback_pending: dict[str, tuple[Outcome, dict[str, Any]]] = {}
 
     @classmethod
     def type(cls) -> str:
@@ -202,22 +206,74 @@ class HiveoptAdapter(SparkAdapter):
             statistics_gathering=gathering,
             setting_problems=config.problems,
         )
-        if model and model.get("unique_id"):
-            record["actual_rows"] = self._measure_build(model["unique_id"], label, materialization, record)
+        unique_id = (model or {}).get("unique_id")
+        choice = self._feedback(sql, result, config, materialization, gathering, model)
+        ran = sql if choice is not None and choice.variant == "original" else result.sql
+        if choice is not None:
+            record["feedback"] = {"ran": choice.variant, "why": choice.why, **self._feedback_pending[unique_id][1]}
+        if unique_id:
+            record["actual_rows"] = self._measure_build(unique_id, label, materialization, record)
         # What hiveopt added before Spark runs the build: catalog and statistics I/O, the optimizer.
         record["overhead_ms"] = round(1000 * (time.perf_counter() - entered), 1)
-        report.write(label, result.sql, record)
-        self._summary.add_result(label, result)
-        if result.changed:
-            fired = ", ".join(result.fired_rules)
-            logger.info(f"{label}: {fired} ({result.elapsed_ms:.0f} ms)")
+        report.write(label, ran, record)
+        self._summary_of(label, result, choice)
+        if result.changed and ran == result.sql:
+            logger.info(f"{label}: {', '.join(result.fired_rules)} ({result.elapsed_ms:.0f} ms)")
             logger.debug(f"{label}: decisions {record['rules']}")
             if config.verify:
                 verify_equal(self._run_sql, sql, result.sql, label)
-        if model and model.get("unique_id"):
+        elif choice is not None:
+            logger.info(f"{label}: runs as written ({choice.why})")
+        if unique_id:
             # The build proper starts now: the statistics cost is compared with it alone.
-            self._build_started[model["unique_id"]] = time.perf_counter()
-        return result.sql
+            self._build_started[unique_id] = time.perf_counter()
+        return ran
+
+    def _feedback(self, sql: str, result, config: OptimizerConfig, materialization, gathering, model) -> Choice | None:
+        """Which SQL a rewritten table or incremental build runs, from what the rewrite gained on
+        earlier builds (feedback.py); None where feedback does not apply."""
+        unique_id, key = (model or {}).get("unique_id"), _own_table(model)
+        if config.feedback != "explore" or not result.changed or materialization not in ("table", "incremental"):
+            return None
+        if not unique_id or key is None:
+            return None
+        rewrite = rewrite_fingerprint(sql, result.sql)
+        input_bytes = self.inputs.input_bytes(gathering)
+        choice = choose(rewrite, input_bytes, self.statistics.outcomes(key))
+        said: dict[str, Any] = {"rewrite": rewrite, "input_bytes": input_bytes}
+        self._feedback_pending[unique_id] = (Outcome(choice.variant, rewrite, 0.0, input_bytes, ""), said)
+        return choice
+
+    def _summary_of(self, label: str, result, choice: Choice | None) -> None:
+        if choice is not None and choice.variant == "original":
+            why = "feedback: measuring the original" if choice.explore else "feedback: the original was faster"
+            self._summary.add(label, "unchanged", why)
+        else:
+            self._summary.add_result(label, result)
+
+    def _record_outcome(self, unique_id: str, label: str, model: dict[str, Any] | None) -> None:
+        """The build just run, timed, into the memory of outcomes (feedback.py); the record says
+        how long it took, or why it was not measured."""
+        pending = self._feedback_pending.pop(unique_id, None)
+        started = self._build_started.get(unique_id)
+        key = _own_table(model)
+        if pending is None or started is None or key is None:
+            return
+        planned, _ = pending
+        seconds = time.perf_counter() - started
+        report = self._report()
+        said = dict((report.read(label) or {}).get("feedback") or {})
+        if self.statistics.passes:
+            # Statistics passes ran in this invocation (first reads): the build's time would stand
+            # for a day that does not come back. The next build measures.
+            said["not_measured"] = "statistics were gathered in this invocation: the next build measures"
+        else:
+            built_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            self.statistics.record_outcome(
+                key, Outcome(planned.variant, planned.rewrite, seconds, planned.input_bytes, built_at)
+            )
+            said["seconds"] = round(seconds, 3)
+        report.update(label, {"feedback": said})
 
     def _measure_build(self, unique_id: str, label: str, materialization: str | None, record: dict) -> str:
         """Tag the statements of the build that follows in this thread, so that its actual rows can
@@ -261,7 +317,8 @@ class HiveoptAdapter(SparkAdapter):
             for name, entry in (record.get("statistics_gathering") or {}).items()
             if isinstance(entry, dict) and entry.get("over")
         }
-        measured = trees.get("chosen") or trees.get("written") or {}
+        ran_original = (record.get("feedback") or {}).get("ran") == "original"
+        measured = (trees.get("written") if ran_original else trees.get("chosen")) or trees.get("written") or {}
         attach_all(measured, plan, views)
         report.update(
             label, {"join_trees": trees, "worst_q_error": worst_q_error(measured), "actual_rows": "measured by Spark"}
@@ -376,6 +433,10 @@ class HiveoptAdapter(SparkAdapter):
             self._record_actuals(unique_id)
         except Exception as error:  # the record is best effort
             logger.debug(f"{label}: actual rows not read ({first_line(error)})")
+        try:
+            self._record_outcome(unique_id, label, model)
+        except Exception as error:  # a lost outcome costs one more exploring build, nothing else
+            logger.debug(f"{label}: build outcome not recorded ({first_line(error)})")
         try:
             config = OptimizerConfig.from_dicts(self._optimizer_block(), model_config or {})
             if not config.enabled or not bool(self._stats_settings().get("auto_gather", True)):

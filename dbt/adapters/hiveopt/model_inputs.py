@@ -154,6 +154,19 @@ class InputGatherer:
         self._prepass(inputs, config, label)
         return inputs
 
+    def input_bytes(self, gathering: dict[str, Any]) -> float | None:
+        """The size on disk of the tables a model read (the views' tables, not the views), from
+        this invocation's catalog: how big a build's inputs were (None: a size unknown)."""
+        total = 0.0
+        for name, entry in gathering.items():
+            if isinstance(entry, dict) and "over" in entry:
+                continue  # a view: its tables are entries of their own
+            size = self.statistics.describe(name).size_bytes
+            if size is None:
+                return None
+            total += size
+        return total or None
+
     def _describe(self, tables: list[str], label: str):
         """(schema, bucketing, partitioning, views) of the relations a model reads, from the catalog."""
         schema: dict[str, dict[str, dict[str, str]]] = {}

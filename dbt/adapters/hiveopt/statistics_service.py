@@ -91,10 +91,13 @@ class StatisticsService(StatisticsStore):
         self._warned: set[str] = set()
         self._store_loaded = False
         self._unparsed: dict[str, list[tuple[str, Any, Any]]] = {}  # the store's rows, by table
+        self._outcomes: dict[str, str] = {}  # build outcomes recorded in this run (feedback.py)
         self._store_ready = False
         self._store_unwritable = False
         # Counts of full passes per table in this process (a test reads them: one per table).
         self.full_passes: dict[str, int] = {}
+        # Passes of any kind run by this service (a build timed while one ran is not a fair measure).
+        self.passes = 0
 
     def _table_lock(self, name: str) -> threading.RLock:
         with self._lock:
@@ -212,6 +215,8 @@ class StatisticsService(StatisticsStore):
         """One aggregate over `columns`; `known_rows`: the exact row count of the table as it is
         (from a pass over the same data), which spares a big table its COUNT(*)."""
         size = self.describe(name).size_bytes
+        with self._lock:
+            self.passes += 1
         started = time.perf_counter()
         rows, percent = None, None
         if self.sample_above_rows and size is not None and size > self.sample_check_above_bytes:

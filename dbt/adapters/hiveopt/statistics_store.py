@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from dbt.adapters.hiveopt.feedback import VARIANTS, Outcome, outcomes_of, store_name
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.statistics import TableStats
 
@@ -104,6 +105,34 @@ class StatisticsStore:
             if stats is not None:
                 self._stats.setdefault(name, stats)
             return self._stats.get(name)
+
+    # -- build outcomes (feedback.py): rows named `outcome:<model>:<variant>` in the same table ----
+    def outcomes(self, model: str) -> dict[str, Outcome]:
+        """The latest measured build of each variant of a model (read with the statistics)."""
+        self.load()
+        rows: dict[str, Any] = {}
+        with self._lock:
+            for variant in VARIANTS:
+                name = store_name(model, variant)
+                if name in self._outcomes:
+                    rows[name] = self._outcomes[name]
+                elif self._unparsed.get(name):
+                    rows[name] = max(self._unparsed[name], key=lambda v: v[0])[2]
+        return outcomes_of(rows, model)
+
+    def record_outcome(self, model: str, outcome: Outcome) -> None:
+        """Store a build's outcome: saved with the invocation's statistics (or now, when saves
+        are not deferred)."""
+        name = store_name(model, outcome.variant)
+        row = (name, outcome.rewrite, outcome.built_at, round(outcome.seconds, 3), outcome.payload())
+        with self._lock:
+            self._outcomes[name] = outcome.payload()
+            if self._store_unwritable:
+                return
+            if self.defer_saves:
+                self._pending = [pending for pending in self._pending if pending[0] != name] + [row]
+                return
+        self._write([row])
 
     def _newest_valid(self, table: str, versions: list[tuple[str, Any, Any]]) -> TableStats | None:
         for saved_at, fingerprint, payload in sorted(versions, key=lambda v: v[0], reverse=True):

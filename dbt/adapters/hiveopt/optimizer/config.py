@@ -78,6 +78,9 @@ class OptimizerConfig:
     # columns, so a literal key list lets the Parquet reader skip row groups. On any other table
     # not partitioned on the key, pruning from the small side only adds work.
     sorted_keys: dict[str, list[str]] = field(default_factory=dict)
+    # "explore": the adapter measures a rewrite against the SQL as written on consecutive builds
+    # and keeps the faster (feedback.py); "off": the optimized SQL always runs.
+    feedback: str = "explore"
     # What a model's own settings got wrong (each ignored): the adapter warns, naming the model.
     problems: list[str] = field(default_factory=list)
 
@@ -122,6 +125,16 @@ def _boolean(value: Any) -> bool:
     raise ValueError(f"{value!r} is not true or false")
 
 
+def _feedback(value: Any) -> str:
+    """explore or off (true and false say the same)."""
+    text = str(value).strip().lower()
+    if text == "explore" or (isinstance(value, bool) and value) or text in _TRUE:
+        return "explore"
+    if text == "off" or (isinstance(value, bool) and not value) or text in _FALSE:
+        return "off"
+    raise ValueError(f"{value!r} is not explore or off")
+
+
 def _number(kind: type, low: float, high: float = math.inf) -> Callable[[Any], Any]:
     def convert(value: Any) -> Any:
         if isinstance(value, bool):
@@ -158,6 +171,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "verify": _boolean,
     "shuffle_hash": _boolean,
     "prune_fetch_values": _boolean,
+    "feedback": _feedback,
     "broadcast_threshold_bytes": _number(int, 0),
     "spark_broadcast_threshold_bytes": _number(int, -1),
     "shuffle_hash_partition_bytes": _number(int, 1),
