@@ -9,6 +9,7 @@ import os
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 EXAMPLE = os.path.join(REPO, "integration_tests")
@@ -24,6 +25,9 @@ def prepare(scale: str):
         env={**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]},
     )
     os.environ["HIVEOPT_TPCH_DIR"] = data
+    # The rule benchmarks measure the rewrites: each hiveopt build runs the optimized SQL (with
+    # feedback on, a rewrite's second build runs the SQL as written; docs/feedback.md).
+    os.environ.setdefault("HIVEOPT_FEEDBACK", "off")
     from pyspark.sql import SparkSession
 
     from dbt.adapters.hiveopt.connections import session_configs
@@ -75,10 +79,18 @@ def rows(spark, model: str):
 
 
 def measure_rounds(
-    spark, select: list[str], models: list[str], variants: dict[str, tuple[str, dict]], common: dict, rounds: int
+    spark,
+    select: list[str],
+    models: list[str],
+    variants: dict[str, tuple[str, dict]],
+    common: dict,
+    rounds: int,
+    dbt_args: list[str] | None = None,
+    after: Callable[[str, int], None] | None = None,
 ) -> tuple[dict[str, dict[str, list[float]]], dict[str, dict[str, bool]]]:
     """Seconds per variant, model and round (variants alternate their order each round), and
-    whether each variant's rows equal the first's."""
+    whether each variant's rows equal the first's. `dbt_args` go to every `dbt run` (e.g.
+    `--threads 1`); `after(variant, round)` is called after each run (to read its records)."""
     times: dict[str, dict[str, list[float]]] = {v: {m: [] for m in models} for v in variants}
     answers: dict[str, dict[str, list]] = {v: {} for v in variants}
     order = list(variants)
@@ -86,12 +98,23 @@ def measure_rounds(
         for variant in order if round_ % 2 == 0 else order[::-1]:
             target, extra = variants[variant]
             measured = dbt(
-                ["run", "--select", *select, "--target", target, "--vars", json.dumps({**common, **extra})],
+                [
+                    "run",
+                    "--select",
+                    *select,
+                    "--target",
+                    target,
+                    "--vars",
+                    json.dumps({**common, **extra}),
+                    *(dbt_args or []),
+                ],
                 os.path.join(RESULTS, variant.replace(" ", "_")),
             )
             for model in models:
                 times[variant][model].append(measured[model])
                 answers[variant][model] = rows(spark, model)
+            if after is not None:
+                after(variant, round_)
         print(f"round {round_ + 1}/{rounds} done", flush=True)
     first = order[0]
     same = {v: {m: answers[v][m] == answers[first][m] for m in models} for v in variants}
@@ -118,3 +141,39 @@ def paired_ratios(times: dict[str, dict[str, list[float]]], base: str, other: st
 def record(variant: str, model: str) -> dict:
     with open(os.path.join(RESULTS, variant.replace(" ", "_"), "hiveopt", f"{model}.json")) as handle:
         return json.load(handle)
+
+
+def decision_kinds(rec: dict | None) -> list[str]:
+    """The kinds of decision in effect in a model's hiveopt record: each rule that fired on it,
+    select_join_algorithms (and any rule whose decisions carry a hint) split by hint, in the
+    pipeline's order, once each. A rule that failed counts for nothing (its rewrite was discarded),
+    nor does a model that fell back.
+
+    >>> decision_kinds({"rules": [
+    ...     {"rule": "reorder_joins", "fired": True, "decisions": [{"fired": True}]},
+    ...     {"rule": "rewrite_skew_joins", "fired": False, "decisions": [{"fired": False}]},
+    ...     {"rule": "select_join_algorithms", "fired": True, "decisions": [
+    ...         {"fired": True, "hint": "BROADCAST"}, {"fired": True, "hint": "BROADCAST"},
+    ...         {"fired": False}, {"fired": True, "hint": "SHUFFLE_HASH"}]}]})
+    ['reorder_joins', 'select_join_algorithms BROADCAST', 'select_join_algorithms SHUFFLE_HASH']
+    """
+    if not rec or rec.get("fallback_reason"):
+        return []
+    kinds: list[str] = []
+    for run in rec.get("rules") or []:
+        decisions = [d for d in run.get("decisions") or [] if d.get("fired")]
+        if run.get("error") or not run.get("fired", bool(decisions)):
+            continue
+        for d in decisions:
+            kind = f"{run['rule']} {d['hint']}" if d.get("hint") else run["rule"]
+            if kind not in kinds:
+                kinds.append(kind)
+    return kinds
+
+
+def statistics_service(spark):
+    """The statistics store the example project's session target uses (schema hiveopt), on the
+    benchmark's own session."""
+    from dbt.adapters.hiveopt.statistics_service import StatisticsService
+
+    return StatisticsService(lambda sql: [tuple(r) for r in spark.sql(sql).collect()])

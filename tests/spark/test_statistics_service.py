@@ -236,3 +236,19 @@ def test_a_store_that_cannot_be_written_warns_once_and_keeps_the_statistics(spar
     assert shared.ensure("st.ro1")[1] == "gathered" and shared.ensure("st.ro2")[1] == "gathered"
     assert shared.ensure("st.ro1")[1] == "current" and shared.ensure("st.ro1")[0].row_count.value == 5
     assert len(warnings) == 1 and "not saved" in warnings[0] and "\n" not in warnings[0]
+
+
+def test_forgetting_outcomes_keeps_the_statistics(spark, stats_table):
+    """Measured builds of a model can be forgotten (its rewrite is measured again); the statistics
+    and the other models' outcomes stay."""
+    from dbt.adapters.hiveopt.feedback import Outcome
+
+    s = service(spark, schema="hiveopt_test_forget")
+    s.gather(stats_table)
+    for model in ("db.a", "db.b"):
+        s.record_outcome(model, Outcome("optimized", "r1", 3.0, 100.0, "2026-11-20T06:00:00+00:00"))
+    assert s.forget_outcomes(["db.a"]) == 1
+    fresh = service(spark, schema="hiveopt_test_forget")
+    assert fresh.outcomes("db.a") == {} and set(fresh.outcomes("db.b")) == {"optimized"}
+    assert fresh.current(stats_table)[1] == "current"
+    assert service(spark, schema="hiveopt_test_forget").forget_outcomes() == 1

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from dbt.adapters.hiveopt.feedback import VARIANTS, Outcome, outcomes_of, store_name
+from dbt.adapters.hiveopt.feedback import PREFIX, VARIANTS, Outcome, outcomes_of, store_name
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.statistics import TableStats
 
@@ -134,6 +134,28 @@ class StatisticsStore:
                 return
         self._write([row])
 
+    def forget_outcomes(self, models: Iterable[str] | None = None) -> int:
+        """Forget the measured builds of these models (`db.table`; None: of every model), so that
+        their rewrites are measured again: the store is rewritten as one save of the latest row of
+        everything else, and the saves read are dropped. Returns how many outcome names went."""
+        prefixes = None if models is None else tuple(f"{PREFIX}{m.lower()}:" for m in models)
+        query = exp.select("table_name", "fingerprint", "saved_at", "payload", "save_id").from_(self.store_table)
+        rows = self.execute(query.sql(DIALECT))
+        kept: dict[str, list[tuple[str, Any, Any]]] = {}
+        gone: set[str] = set()
+        for table_name, fingerprint, saved_at, payload, _save in rows:
+            name = str(table_name)
+            if name.startswith(PREFIX) and (prefixes is None or name.startswith(prefixes)):
+                gone.add(name)
+            else:
+                kept.setdefault(name, []).append((str(saved_at), fingerprint, payload))
+        if gone:
+            self._compact(kept, {row[4] for row in rows})
+        with self._lock:
+            self._outcomes = {n: p for n, p in self._outcomes.items() if n not in gone}
+            self._unparsed = {n: v for n, v in self._unparsed.items() if n not in gone}
+        return len(gone)
+
     def _newest_valid(self, table: str, versions: list[tuple[str, Any, Any]]) -> TableStats | None:
         for saved_at, fingerprint, payload in sorted(versions, key=lambda v: v[0], reverse=True):
             try:
@@ -170,7 +192,8 @@ class StatisticsStore:
             ]
         )
         try:
-            self.execute(self._insert(values).sql(DIALECT))
+            if rows:
+                self.execute(self._insert(values).sql(DIALECT))
             drop = exp.Alter(
                 this=self.store_table,
                 kind="TABLE",
