@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import datetime
 import threading
 import time
 from typing import Any
@@ -20,13 +19,13 @@ from dbt.adapters.spark.connections import SparkConnectionMethod
 from dbt.adapters.spark.impl import SparkAdapter
 from sqlglot import exp
 
-from dbt.adapters.hiveopt.actual_rows import attach_all, read_plan, worst_q_error
+from dbt.adapters.hiveopt.build_records import BuildRecords
 from dbt.adapters.hiveopt.connections import (
     HiveoptConnectionManager,
     session_broadcast_threshold,
     session_task_slots,
 )
-from dbt.adapters.hiveopt.feedback import Choice, Outcome, choose, rewrite_fingerprint
+from dbt.adapters.hiveopt.feedback import Choice
 from dbt.adapters.hiveopt.html_report import write_index
 from dbt.adapters.hiveopt.model_inputs import InputGatherer, fetch_small_side_values  # noqa: F401 (fuzz/ imports it here)
 from dbt.adapters.hiveopt.optimizer import (
@@ -55,15 +54,6 @@ logger = AdapterLogger("hiveopt")
 
 # Nodes that read a model through ref() and are built from it (tests only read, and cheaply).
 _READERS = ("model", "snapshot")
-
-
-def _session_context(credentials: Any):
-    """The embedded session's SparkContext, or None on other connection methods."""
-    if getattr(credentials, "method", None) != SparkConnectionMethod.SESSION:
-        return None
-    from pyspark import SparkContext
-
-    return SparkContext._active_spark_context
 
 
 def read_by_models(graph: dict[str, Any], unique_id: str) -> bool:
@@ -98,11 +88,7 @@ class HiveoptAdapter(SparkAdapter):
         self._hiveopt_lock = threading.Lock()
         self._inputs: InputGatherer | None = None
         self._summary = RunSummary()
-        self._build_started: dict[str, float] = {}
-        # unique_id -> (job description of its build, label): its actual rows are read after it.
-        self._measured: dict[str, tuple[str, str]] = {}
-        # unique_id -> (the outcome to record after its build, what the record says of it)
-        self._feedback_pending: dict[str, tuple[Outcome, dict[str, Any]]] = {}
+        self._records: BuildRecords | None = None
 
     @classmethod
     def type(cls) -> str:
@@ -155,6 +141,17 @@ class HiveoptAdapter(SparkAdapter):
     def _report(self) -> Report:
         return Report.for_project(self.config)
 
+    @property
+    def records(self) -> BuildRecords:
+        """What each build of this invocation teaches: actual rows, and its time for feedback."""
+        inputs = self.inputs
+        with self._hiveopt_lock:
+            if self._records is None:
+                method = getattr(self.config.credentials, "method", "this")
+                session = method == SparkConnectionMethod.SESSION
+                self._records = BuildRecords(self._report(), inputs.statistics, inputs, session, str(method))
+        return self._records
+
     # -- the model path -----------------------------------------------------------------------
     @available
     def optimize_sql(
@@ -166,24 +163,14 @@ class HiveoptAdapter(SparkAdapter):
         materialization: str | None = None,
         temporary: bool = False,
     ) -> str:
+        """The SQL Spark runs for the model: optimized, or as written (with the reason recorded)."""
         entered = time.perf_counter()
         label = model_label(model, relation)
-        report = self._report()
         if relation is not None and getattr(relation, "schema", None) and getattr(relation, "identifier", None):
             # Built now: what this invocation's catalog cache says of it no longer holds.
             self.inputs.forget(f"{relation.schema}.{relation.identifier}")
-        try:
-            config = OptimizerConfig.from_dicts(self._optimizer_block(), model_config or {})
-        except ConfigError as error:
-            logger.warning(f"{label}: hiveopt settings: {error}; running the model as written")
-            report.write_fallback(label, sql, f"settings: {error}", materialization)
-            self._summary.add(label, "fell back", "settings error")
-            return sql
-        for problem in config.problems:
-            logger.warning(f"{label}: hiveopt setting {problem}; ignored")
-        if not config.enabled:
-            report.write_fallback(label, sql, "optimizer switched off", materialization, switched_off=True)
-            self._summary.add(label, "unchanged", "optimizer switched off")
+        config = self._model_config(label, sql, model_config, materialization)
+        if config is None:
             return sql
         try:
             result, gathering = self._optimize(sql, label, config, materialization or "table", _own_table(model))
@@ -191,13 +178,9 @@ class HiveoptAdapter(SparkAdapter):
             reason = f"optimizer failed ({first_line(error)})"
             logger.warning(f"{label}: {reason}; running the model as written")
             # The record tells what ran: the SQL as written, and why.
-            report.write_fallback(label, sql, reason, materialization)
+            self._report().write_fallback(label, sql, reason, materialization)
             self._summary.add(label, "fell back", "optimizer failed")
             return sql
-        if result.fallback_reason and not result.switched_off:
-            logger.warning(f"{label}: not optimized ({result.fallback_reason}); running the model as written")
-        for warning in result.warnings:
-            logger.warning(f"{label}: {warning}")
         record = result.to_dict()
         record.update(
             model=label,
@@ -206,16 +189,47 @@ class HiveoptAdapter(SparkAdapter):
             statistics_gathering=gathering,
             setting_problems=config.problems,
         )
+        return self._hand_over(sql, result, record, config, model, entered)
+
+    def _model_config(self, label: str, sql: str, model_config, materialization) -> OptimizerConfig | None:
+        """The model's settings over the profile's; None when the model runs as written (bad
+        settings, or the optimizer switched off), its record written."""
+        report = self._report()
+        try:
+            config = OptimizerConfig.from_dicts(self._optimizer_block(), model_config or {})
+        except ConfigError as error:
+            logger.warning(f"{label}: hiveopt settings: {error}; running the model as written")
+            report.write_fallback(label, sql, f"settings: {error}", materialization)
+            self._summary.add(label, "fell back", "settings error")
+            return None
+        for problem in config.problems:
+            logger.warning(f"{label}: hiveopt setting {problem}; ignored")
+        if not config.enabled:
+            report.write_fallback(label, sql, "optimizer switched off", materialization, switched_off=True)
+            self._summary.add(label, "unchanged", "optimizer switched off")
+            return None
+        return config
+
+    def _hand_over(self, sql: str, result, record: dict, config: OptimizerConfig, model, entered: float) -> str:
+        """Which SQL runs (feedback), the record, the log lines; the build starts when this returns."""
+        label, materialization = record["model"], record["materialization"]
+        if result.fallback_reason and not result.switched_off:
+            logger.warning(f"{label}: not optimized ({result.fallback_reason}); running the model as written")
+        for warning in result.warnings:
+            logger.warning(f"{label}: {warning}")
         unique_id = (model or {}).get("unique_id")
-        choice = self._feedback(sql, result, config, materialization, gathering, model)
+        gathering = record["statistics_gathering"]
+        choice, said = self.records.feedback(
+            unique_id, _own_table(model), sql, result, config, materialization, gathering
+        )
         ran = sql if choice is not None and choice.variant == "original" else result.sql
         if choice is not None:
-            record["feedback"] = {"ran": choice.variant, "why": choice.why, **self._feedback_pending[unique_id][1]}
+            record["feedback"] = said
         if unique_id:
-            record["actual_rows"] = self._measure_build(unique_id, label, materialization, record)
+            record["actual_rows"] = self.records.tag(unique_id, label, materialization, record)
         # What hiveopt added before Spark runs the build: catalog and statistics I/O, the optimizer.
         record["overhead_ms"] = round(1000 * (time.perf_counter() - entered), 1)
-        report.write(label, ran, record)
+        self._report().write(label, ran, record)
         self._summary_of(label, result, choice)
         if result.changed and ran == result.sql:
             logger.info(f"{label}: {', '.join(result.fired_rules)} ({result.elapsed_ms:.0f} ms)")
@@ -225,24 +239,8 @@ class HiveoptAdapter(SparkAdapter):
         elif choice is not None:
             logger.info(f"{label}: runs as written ({choice.why})")
         if unique_id:
-            # The build proper starts now: the statistics cost is compared with it alone.
-            self._build_started[unique_id] = time.perf_counter()
+            self.records.build_starts(unique_id)  # the statistics cost is compared with the build alone
         return ran
-
-    def _feedback(self, sql: str, result, config: OptimizerConfig, materialization, gathering, model) -> Choice | None:
-        """Which SQL a rewritten table or incremental build runs, from what the rewrite gained on
-        earlier builds (feedback.py); None where feedback does not apply."""
-        unique_id, key = (model or {}).get("unique_id"), _own_table(model)
-        if config.feedback != "explore" or not result.changed or materialization not in ("table", "incremental"):
-            return None
-        if not unique_id or key is None:
-            return None
-        rewrite = rewrite_fingerprint(sql, result.sql)
-        input_bytes = self.inputs.input_bytes(gathering)
-        choice = choose(rewrite, input_bytes, self.statistics.outcomes(key))
-        said: dict[str, Any] = {"rewrite": rewrite, "input_bytes": input_bytes}
-        self._feedback_pending[unique_id] = (Outcome(choice.variant, rewrite, 0.0, input_bytes, ""), said)
-        return choice
 
     def _summary_of(self, label: str, result, choice: Choice | None) -> None:
         if choice is not None and choice.variant == "original":
@@ -250,79 +248,6 @@ class HiveoptAdapter(SparkAdapter):
             self._summary.add(label, "unchanged", why)
         else:
             self._summary.add_result(label, result)
-
-    def _record_outcome(self, unique_id: str, label: str, model: dict[str, Any] | None) -> None:
-        """The build just run, timed, into the memory of outcomes (feedback.py); the record says
-        how long it took, or why it was not measured."""
-        pending = self._feedback_pending.pop(unique_id, None)
-        started = self._build_started.get(unique_id)
-        key = _own_table(model)
-        if pending is None or started is None or key is None:
-            return
-        planned, _ = pending
-        seconds = time.perf_counter() - started
-        report = self._report()
-        said = dict((report.read(label) or {}).get("feedback") or {})
-        if self.statistics.passes:
-            # Statistics passes ran in this invocation (first reads): the build's time would stand
-            # for a day that does not come back. The next build measures.
-            said["not_measured"] = "statistics were gathered in this invocation: the next build measures"
-        else:
-            built_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-            self.statistics.record_outcome(
-                key, Outcome(planned.variant, planned.rewrite, seconds, planned.input_bytes, built_at)
-            )
-            said["seconds"] = round(seconds, 3)
-        report.update(label, {"feedback": said})
-
-    def _measure_build(self, unique_id: str, label: str, materialization: str | None, record: dict) -> str:
-        """Tag the statements of the build that follows in this thread, so that its actual rows can
-        be read from the session after it (actual_rows.py). Only models that run a query, on the
-        session, and that have a join tree to compare with. Returns what the record says of it."""
-        context = _session_context(self.config.credentials)
-        if context is not None:  # a build that failed before its after-build step left its tag
-            context.setLocalProperty("spark.job.description", None)
-        trees = record.get("join_trees") or {}
-        if materialization not in ("table", "incremental") or not (trees.get("chosen") or trees.get("written")):
-            return "not measured: no join, or no query (a view)"
-        if context is None:
-            method = getattr(self.config.credentials, "method", "this")
-            return f"not available on the {method} connection (read from the embedded session's SQL metrics)"
-        description = f"hiveopt build {label} {time.perf_counter_ns()}"
-        context.setLocalProperty("spark.job.description", description)
-        self._measured[unique_id] = (description, label)
-        return "to be read after the build"
-
-    def _record_actuals(self, unique_id: str) -> None:
-        """Spark's row counts of the build just run, next to the estimates of the model's join tree."""
-        context = _session_context(self.config.credentials)
-        if context is not None:
-            context.setLocalProperty("spark.job.description", None)
-        if context is None or unique_id not in self._measured:
-            return
-        description, label = self._measured.pop(unique_id)
-        from pyspark.sql import SparkSession
-
-        plan = read_plan(SparkSession.getActiveSession() or SparkSession.builder.getOrCreate(), description)
-        report = self._report()
-        record = report.read(label)
-        if record is None:
-            return
-        if plan is None:
-            report.update(label, {"actual_rows": "not found in the session's SQL status store"})
-            return
-        trees = record.get("join_trees") or {}
-        views = {
-            name: entry["over"]
-            for name, entry in (record.get("statistics_gathering") or {}).items()
-            if isinstance(entry, dict) and entry.get("over")
-        }
-        ran_original = (record.get("feedback") or {}).get("ran") == "original"
-        measured = (trees.get("written") if ran_original else trees.get("chosen")) or trees.get("written") or {}
-        attach_all(measured, plan, views)
-        report.update(
-            label, {"join_trees": trees, "worst_q_error": worst_q_error(measured), "actual_rows": "measured by Spark"}
-        )
 
     def _optimize(
         self, sql: str, label: str, config: OptimizerConfig, materialization: str, own_table: str | None = None
@@ -410,7 +335,7 @@ class HiveoptAdapter(SparkAdapter):
         """A build that does not pass through optimize_sql (a seed) starts now: its statistics
         cost is compared with the build's time."""
         if model and model.get("unique_id"):
-            self._build_started[model["unique_id"]] = time.perf_counter()
+            self.records.build_starts(model["unique_id"])
         return ""
 
     @available
@@ -430,18 +355,18 @@ class HiveoptAdapter(SparkAdapter):
         label = model_label(model, None)
         unique_id = (model or {}).get("unique_id", "")
         try:
-            self._record_actuals(unique_id)
+            self.records.actual_rows(unique_id)
         except Exception as error:  # the record is best effort
             logger.debug(f"{label}: actual rows not read ({first_line(error)})")
         try:
-            self._record_outcome(unique_id, label, model)
+            self.records.outcome(unique_id, label)
         except Exception as error:  # a lost outcome costs one more exploring build, nothing else
             logger.debug(f"{label}: build outcome not recorded ({first_line(error)})")
         try:
             config = OptimizerConfig.from_dicts(self._optimizer_block(), model_config or {})
             if not config.enabled or not bool(self._stats_settings().get("auto_gather", True)):
                 return ""
-            started = self._build_started.pop(unique_id, None)
+            started = self.records.started.pop(unique_id, None)
             build_seconds = time.perf_counter() - started if started else None
             if (
                 not self._stats_settings().get("gather_unread_models", False)

@@ -1,0 +1,138 @@
+"""What the adapter learns from each build, after the optimizer decided: Spark's actual rows next
+to the estimates (actual_rows.py) and the build's time into the memory of outcomes (feedback.py).
+One object per dbt invocation, free of dbt: it reads the report (report.py), the statistics store
+(statistics_service.py) and, on the embedded session, Spark's SQL metrics.
+
+A build is *planned* in the adapter's optimize_sql (which SQL runs, and what to measure) and
+*recorded* in its after-build step (the time, the rows).
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+from typing import Any
+
+from dbt.adapters.hiveopt.actual_rows import attach_all, read_plan, worst_q_error
+from dbt.adapters.hiveopt.feedback import Choice, Outcome, choose, rewrite_fingerprint
+from dbt.adapters.hiveopt.report import Report
+
+NOT_MEASURED_AFTER_PASSES = "statistics were gathered in this invocation: the next build measures"
+
+
+def _spark_context(session: bool):
+    """The embedded session's SparkContext (None on other connections, or without one)."""
+    if not session:
+        return None
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context
+
+
+class BuildRecords:
+    """Per build (by dbt's unique_id): the tag of its Spark jobs (actual rows) and the outcome to
+    record after it (feedback); the time its build started."""
+
+    def __init__(self, report: Report, statistics, inputs, session: bool, method: str):
+        self.report, self.statistics, self.inputs = report, statistics, inputs
+        self.session, self.method = session, method
+        self._lock = threading.Lock()
+        self._tags: dict[str, tuple[str, str]] = {}  # unique_id -> (job description, label)
+        self._outcomes: dict[str, tuple[str, Outcome]] = {}  # unique_id -> (table, what ran)
+        self.started: dict[str, float] = {}
+
+    # -- before the build ---------------------------------------------------------------------
+    def feedback(
+        self, unique_id: str | None, table: str | None, sql: str, result, config, materialization, gathering
+    ) -> tuple[Choice | None, dict[str, Any]]:
+        """Which SQL a rewritten table or incremental build runs, from what the rewrite gained on
+        earlier builds, and what the record says of it; (None, {}) where feedback does not apply."""
+        if config.feedback != "explore" or not result.changed or materialization not in ("table", "incremental"):
+            return None, {}
+        if not unique_id or table is None:
+            return None, {}
+        rewrite = rewrite_fingerprint(sql, result.sql)
+        input_bytes = self.inputs.input_bytes(gathering)
+        choice = choose(rewrite, input_bytes, self.statistics.outcomes(table))
+        with self._lock:
+            self._outcomes[unique_id] = (table, Outcome(choice.variant, rewrite, 0.0, input_bytes, ""))
+        return choice, {"ran": choice.variant, "why": choice.why, "rewrite": rewrite, "input_bytes": input_bytes}
+
+    def tag(self, unique_id: str, label: str, materialization: str | None, record: dict) -> str:
+        """Tag the statements of the build that follows in this thread, so that its actual rows can
+        be read from the session after it. Only models that run a query, on the session, and that
+        have a join tree to compare with. Returns what the record says of it."""
+        context = _spark_context(self.session)
+        if context is not None:  # a build that failed before its after-build step left its tag
+            context.setLocalProperty("spark.job.description", None)
+        trees = record.get("join_trees") or {}
+        if materialization not in ("table", "incremental") or not (trees.get("chosen") or trees.get("written")):
+            return "not measured: no join, or no query (a view)"
+        if context is None:
+            return f"not available on the {self.method} connection (read from the embedded session's SQL metrics)"
+        description = f"hiveopt build {label} {time.perf_counter_ns()}"
+        context.setLocalProperty("spark.job.description", description)
+        with self._lock:
+            self._tags[unique_id] = (description, label)
+        return "to be read after the build"
+
+    def build_starts(self, unique_id: str) -> None:
+        with self._lock:
+            self.started[unique_id] = time.perf_counter()
+
+    # -- after the build ----------------------------------------------------------------------
+    def actual_rows(self, unique_id: str) -> None:
+        """Spark's row counts of the build just run, next to the estimates of the model's join tree."""
+        context = _spark_context(self.session)
+        if context is not None:
+            context.setLocalProperty("spark.job.description", None)
+        with self._lock:
+            tagged = self._tags.pop(unique_id, None)
+        if context is None or tagged is None:
+            return
+        description, label = tagged
+        from pyspark.sql import SparkSession
+
+        plan = read_plan(SparkSession.getActiveSession() or SparkSession.builder.getOrCreate(), description)
+        record = self.report.read(label)
+        if record is None:
+            return
+        if plan is None:
+            self.report.update(label, {"actual_rows": "not found in the session's SQL status store"})
+            return
+        trees = record.get("join_trees") or {}
+        views = {
+            name: entry["over"]
+            for name, entry in (record.get("statistics_gathering") or {}).items()
+            if isinstance(entry, dict) and entry.get("over")
+        }
+        ran_original = (record.get("feedback") or {}).get("ran") == "original"
+        measured = (trees.get("written") if ran_original else trees.get("chosen")) or trees.get("written") or {}
+        attach_all(measured, plan, views)
+        self.report.update(
+            label, {"join_trees": trees, "worst_q_error": worst_q_error(measured), "actual_rows": "measured by Spark"}
+        )
+
+    def outcome(self, unique_id: str, label: str) -> None:
+        """The build just run, timed, into the memory of outcomes; the record says how long it
+        took, or why it was not measured."""
+        with self._lock:
+            planned = self._outcomes.pop(unique_id, None)
+            started = self.started.get(unique_id)
+        if planned is None or started is None:
+            return
+        table, outcome = planned
+        seconds = time.perf_counter() - started
+        said = dict((self.report.read(label) or {}).get("feedback") or {})
+        if self.statistics.passes:
+            # Statistics passes ran in this invocation (first reads): the build's time would stand
+            # for a day that does not come back.
+            said["not_measured"] = NOT_MEASURED_AFTER_PASSES
+        else:
+            built_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            self.statistics.record_outcome(
+                table, Outcome(outcome.variant, outcome.rewrite, seconds, outcome.input_bytes, built_at)
+            )
+            said["seconds"] = round(seconds, 3)
+        self.report.update(label, {"feedback": said})
