@@ -252,3 +252,34 @@ def test_forgetting_outcomes_keeps_the_statistics(spark, stats_table):
     assert fresh.outcomes("db.a") == {} and set(fresh.outcomes("db.b")) == {"optimized"}
     assert fresh.current(stats_table)[1] == "current"
     assert service(spark, schema="hiveopt_test_forget").forget_outcomes() == 1
+
+
+def test_a_seed_loaded_again_with_the_same_rows_is_not_saved_again(spark):
+    """Every save is a partition the next load lists: statistics the store holds already (a seed
+    loaded again with its rows unchanged) are not written again."""
+    spark.sql("CREATE DATABASE IF NOT EXISTS st")
+    spark.sql("DROP TABLE IF EXISTS st.seedlike")
+    spark.sql("DROP DATABASE IF EXISTS hiveopt_test_resave CASCADE")
+    spark.sql("CREATE TABLE st.seedlike USING parquet AS SELECT id, id % 3 AS g FROM range(20)")
+    rows = [tuple(r) for r in spark.sql("SELECT id, g FROM st.seedlike").collect()]
+
+    def invocation():
+        s = StatisticsService(
+            lambda sql: [tuple(r) for r in spark.sql(sql).collect()],
+            stats_schema="hiveopt_test_resave",
+            defer_saves=True,
+        )
+        s.load()
+        s.record_rows("st.seedlike", rows)
+        s.flush()
+
+    def saves():
+        return spark.sql("SELECT COUNT(DISTINCT save_id) AS n FROM hiveopt_test_resave.table_statistics").collect()[0].n
+
+    invocation()
+    assert saves() == 1
+    invocation()
+    assert saves() == 1
+    rows.append((99, 0))  # other rows: saved
+    invocation()
+    assert saves() == 2

@@ -89,6 +89,7 @@ class HiveoptAdapter(SparkAdapter):
         self._inputs: InputGatherer | None = None
         self._summary = RunSummary()
         self._records: BuildRecords | None = None
+        self._store_reader: threading.Thread | None = None
 
     @classmethod
     def type(cls) -> str:
@@ -310,6 +311,8 @@ class HiveoptAdapter(SparkAdapter):
 
     def cleanup_connections(self) -> None:
         """dbt calls this once at the end of an invocation: the optimizer's one closing line."""
+        if self._store_reader is not None:
+            self._store_reader.join(timeout=120)
         line = self._summary.line()
         if line:
             logger.info(line)
@@ -380,6 +383,9 @@ class HiveoptAdapter(SparkAdapter):
                         "no model of the project reads it: statistics are gathered when something first does",
                     )
                 return ""
+            # Models will read this relation: they need the statistics store, read now in the
+            # background (0.2-0.5 s) rather than on the first such model's path.
+            self._read_store_ahead()
             for relation in relations or []:
                 name = f"{relation.schema}.{relation.identifier}".lower()
                 self.statistics.describe(name, refresh=True, inserted=loaded is not None)
@@ -393,6 +399,21 @@ class HiveoptAdapter(SparkAdapter):
         except Exception as error:
             logger.warning(f"{label}: statistics not gathered ({first_line(error)})")
         return ""
+
+    def _read_store_ahead(self) -> None:
+        """Read the statistics store on a thread of its own, once per invocation."""
+        with self._hiveopt_lock:
+            if self._store_reader is not None:
+                return
+            self._store_reader = threading.Thread(target=self._read_store, name="hiveopt-store", daemon=True)
+        self._store_reader.start()
+
+    def _read_store(self) -> None:
+        try:
+            with self.connection_named("hiveopt-store"):
+                self.statistics.load()
+        except Exception as error:  # the first model that needs it reads it (and warns)
+            logger.debug(f"hiveopt: statistics store not read ahead ({first_line(error)})")
 
     @available
     def hiveopt_analyze(self, relations: list[str]) -> list[str]:

@@ -92,6 +92,7 @@ class StatisticsService(StatisticsStore):
         self._store_loaded = False
         self._unparsed: dict[str, list[tuple[str, Any, Any]]] = {}  # the store's rows, by table
         self._outcomes: dict[str, str] = {}  # build outcomes recorded in this run (feedback.py)
+        self._latest_rows: dict[str, tuple[Any, Any]] = {}  # name -> (fingerprint, payload) as stored
         self._store_ready = False
         self._store_unwritable = False
         # Counts of full passes per table in this process (a test reads them: one per table).

@@ -32,6 +32,17 @@ COMPACT_AFTER_SUPERSEDED_ROWS = 200
 COMPACT_AFTER_SAVES = 16
 
 
+def _without_time(payload: Any) -> Any:
+    """A stored payload with its time of collection left out (what is compared between saves)."""
+    try:
+        data = json.loads(str(payload))
+    except ValueError:
+        return payload
+    if isinstance(data, dict):
+        data.pop("collected_at", None)
+    return data
+
+
 def first_line(error: BaseException, limit: int = 200) -> str:
     """An error as one short line: a Java stack trace or a gRPC dump stays out of dbt's log."""
     text = str(error).strip()
@@ -89,6 +100,8 @@ class StatisticsStore:
                 by_table.setdefault(str(table_name), []).append((str(saved_at), fingerprint, payload))
             with self._lock:  # parsed per table on first use (`_stored`): most runs read a few
                 self._unparsed = by_table
+                # each name's latest row as stored, for `flush` to leave out what is saved already
+                self._latest_rows = {n: max(v, key=lambda r: r[0])[1:] for n, v in by_table.items()}
             self._store_loaded = True
             saves = {row[4] for row in rows}
             if len(rows) - len(by_table) > COMPACT_AFTER_SUPERSEDED_ROWS or len(saves) > COMPACT_AFTER_SAVES:
@@ -249,11 +262,23 @@ class StatisticsStore:
             return len(self._pending)
 
     def flush(self) -> None:
-        """Store the statistics that `save` deferred, as one save."""
+        """Store the statistics that `save` deferred, as one save; statistics the store already
+        holds as they are (a seed loaded again with the same rows) are not written again: every
+        save is a partition the next load lists."""
         with self._lock:
             rows, self._pending = self._pending, []
+            rows = [row for row in rows if not self._unchanged(row)]
         if rows:
             self._write(rows)
+
+    def _unchanged(self, row: tuple[str, str, str, float, str]) -> bool:
+        """Whether the store's latest row of this name says the same (its time of collection aside)."""
+        name, fingerprint, _, _, payload = row
+        stored = self._latest_rows.get(name) if self._store_loaded else None
+        if stored is None:
+            return False
+        stored_fingerprint, stored_payload = stored
+        return str(stored_fingerprint) == fingerprint and _without_time(stored_payload) == _without_time(payload)
 
     def _write(self, rows: list[tuple[str, str, str, float, str]]) -> None:
         save_id = uuid.uuid4().hex
