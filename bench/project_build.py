@@ -116,6 +116,13 @@ def main() -> int:
         help="hiveopt's feedback setting: off (every build runs the rewrites) or explore (a rewrite runs "
         "optimized on the first build, as written on the next, then the faster)",
     )
+    parser.add_argument(
+        "--warm-builds",
+        type=int,
+        default=0,
+        help="untimed hiveopt builds after the first one (with --feedback explore: two let every rewrite be "
+        "measured both ways, and the rounds then run what feedback kept)",
+    )
     args = parser.parse_args()
     os.environ["HIVEOPT_FEEDBACK"] = args.feedback
     spark, common = harness.prepare(args.scale)
@@ -134,6 +141,11 @@ def main() -> int:
         f"models and seeds ({100 * gathered / max(first_models - gathered, 1e-9):.0f}%)",
         flush=True,
     )
+
+    for warm in range(args.warm_builds):
+        build("session", "hiveopt", common, f"warm{warm + 1}")
+    if args.warm_builds:
+        print(f"{args.warm_builds} untimed hiveopt builds (feedback {args.feedback})", flush=True)
 
     runs: dict[str, list[dict]] = {v: [] for v in VARIANTS}
     rows: dict[str, dict[str, list]] = {}
@@ -183,7 +195,10 @@ def main() -> int:
         ours = [model_seconds(run, {name}) for run in runs["hiveopt"]]
         ratios = [a / b for a, b in zip(spark_s, ours) if b]
         kind = "optimized" if name in optimized else ("no rule" if name in unchanged else "")
-        print(f"  {name:30} {kind:10} {median(spark_s):8.2f} {median(ours):8.2f} {median(ratios):7.3f}")
+        ran = [(run["records"].get(name, {}).get("feedback") or {}).get("ran") for run in runs["hiveopt"]]
+        if kind == "optimized" and any(ran):  # which SQL each round ran, as feedback chose
+            kind += " (" + "/".join("o" if r == "original" else "r" for r in ran) + ")"
+        print(f"  {name:30} {kind:16} {median(spark_s):8.2f} {median(ours):8.2f} {median(ratios):7.3f}")
     # What hiveopt itself added before each build (catalog reads, the optimizer, its record; not
     # statistics gathering, which these warm rounds do not pay): the pass-through's own cost.
     for kind, names in (("no rule rewrites", unchanged), ("optimized", optimized)):

@@ -283,3 +283,50 @@ def test_a_seed_loaded_again_with_the_same_rows_is_not_saved_again(spark):
     rows.append((99, 0))  # other rows: saved
     invocation()
     assert saves() == 2
+
+
+def test_show_table_extended_says_what_describe_says(spark):
+    """describe_many reads several relations with one SHOW TABLE EXTENDED per database: for
+    tables, partitioned and bucketed ones, and views, the same facts as one DESCRIBE each."""
+    from dbt.adapters.hiveopt.table_info import parse_describe
+
+    spark.sql("CREATE DATABASE IF NOT EXISTS stx")
+    for table in ("plain", "parted", "bucketed"):
+        spark.sql(f"DROP TABLE IF EXISTS stx.{table}")
+    spark.sql(
+        "CREATE TABLE stx.plain USING parquet AS SELECT id, CAST(id AS DECIMAL(15, 2)) AS d, 'x' AS s FROM range(5)"
+    )
+    spark.sql(
+        "CREATE TABLE stx.parted (a BIGINT, n STRUCT<x: INT, y: ARRAY<STRING>>, p INT) USING parquet PARTITIONED BY (p)"
+    )
+    spark.sql("CREATE TABLE stx.bucketed (k INT, v SMALLINT) USING parquet CLUSTERED BY (k) INTO 4 BUCKETS")
+    spark.sql("CREATE OR REPLACE VIEW stx.v AS SELECT id AS k,\n  s\nFROM stx.plain WHERE d > 1")
+    for table in ("plain", "parted", "bucketed"):
+        spark.sql(f"ANALYZE TABLE stx.{table} COMPUTE STATISTICS NOSCAN")
+    names = ["stx.plain", "stx.parted", "stx.bucketed", "stx.v"]
+    statements = []
+
+    def execute(sql):
+        statements.append(sql)
+        return [tuple(r) for r in spark.sql(sql).collect()]
+
+    s = StatisticsService(execute, stats_schema="hiveopt_test_show")
+    s.describe_many(names)
+    assert statements == ["SHOW TABLE EXTENDED IN stx LIKE 'bucketed|parted|plain|v'"]
+    for name in names:
+        one = parse_describe(name, [tuple(r) for r in spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()])
+        many = s.describe(name)
+        assert (many.columns.keys(), many.kind, many.created, many.size_bytes) == (
+            one.columns.keys(),
+            one.kind,
+            one.created,
+            one.size_bytes,
+        ), name
+        assert {c: t.split("<")[0] for c, t in one.columns.items()} == many.columns, name
+        assert (many.partition_columns, many.bucket_columns, many.view_text, many.view_db) == (
+            one.partition_columns,
+            one.bucket_columns,
+            one.view_text,
+            one.view_db,
+        ), name
+    assert len(statements) == 1  # every one answered by the one statement

@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 JOINS = ("HashJoin", "SortMergeJoin", "NestedLoopJoin", "CartesianProduct")
+# How many of the session's latest SQL executions are searched for a build's own (other threads
+# run theirs meanwhile: a build of dbt's threads is a few executions; the window has room for many).
+RECENT_EXECUTIONS = 200
 SCAN = re.compile(r"^Scan \w+ (?:spark_catalog\.)?([\w.]+)$")
 
 
@@ -55,9 +58,7 @@ def read_plan(spark: Any, description: str) -> SparkPlan | None:
     description the adapter set for the model's build), or None."""
     store = spark._jsparkSession.sharedState().statusStore()
     chosen, size = None, -1
-    executions = store.executionsList().iterator()
-    while executions.hasNext():
-        execution = executions.next()
+    for execution in _recent_executions(store):
         if execution.description() != description:
             continue
         graph = store.planGraph(execution.executionId())
@@ -87,6 +88,18 @@ def read_plan(spark: Any, description: str) -> SparkPlan | None:
         edge = edges.next()  # from the child to its parent
         plan.children.setdefault(int(edge.toId()), []).append(int(edge.fromId()))
     return plan
+
+
+def _recent_executions(store: Any, window: int = RECENT_EXECUTIONS) -> list[Any]:
+    """The session's latest SQL executions: the build just run is among them. Walking all of them
+    through py4j (up to spark.sql.ui.retainedExecutions, 1000) took longer than many builds."""
+    total = int(store.executionsCount())
+    start = max(total - window, 0)
+    executions = store.executionsList(start, total - start).iterator()
+    out = []
+    while executions.hasNext():
+        out.append(executions.next())
+    return out
 
 
 def _relations(node: dict[str, Any]) -> list[str]:

@@ -138,6 +138,7 @@ class InputGatherer:
             return inputs
         keys = key_columns(inputs.prepared.expression)
         used = referenced_columns(inputs.prepared.expression)
+        self._describe_bases(views)
         for name in tables:
             db, _, table = name.partition(".")
             if table not in schema.get(db, {}):
@@ -167,12 +168,26 @@ class InputGatherer:
             total += size
         return total or None
 
+    def _describe_bases(self, views: set[str]) -> None:
+        """What the catalog says of the tables under the model's views, all at once (the views
+        are estimated through them next)."""
+        bases: list[str] = []
+        for view in views:
+            try:
+                info = self.statistics.describe(view)
+                default_db = info.view_db or view.split(".", 1)[0]
+                bases += [t if "." in t else f"{default_db}.{t}" for t in physical_tables(parse_query(info.view_text))]
+            except Exception:
+                continue  # the view's own estimate says why
+        self.statistics.describe_many(bases)
+
     def _describe(self, tables: list[str], label: str):
         """(schema, bucketing, partitioning, views) of the relations a model reads, from the catalog."""
         schema: dict[str, dict[str, dict[str, str]]] = {}
         bucketing: dict[str, list[str]] = {}
         partitioning: dict[str, list[str]] = {}
         views: set[str] = set()
+        self.statistics.describe_many(tables)
         for name in tables:
             db, table = name.split(".", 1)
             try:
@@ -257,6 +272,7 @@ class InputGatherer:
             bases = [t if "." in t else f"{default_db}.{t}" for t in physical_tables(parsed)]
             schema: dict[str, dict[str, dict[str, str]]] = {}
             base_infos = {}
+            self.statistics.describe_many(bases)
             for base in bases:
                 base_infos[base] = self.statistics.describe(base)
                 db, table = base.split(".", 1)

@@ -81,3 +81,63 @@ def parse_describe(name: str, rows: Sequence[tuple[Any, ...]]) -> TableInfo:
         view_text=details.get("View Text", ""),
         view_db=namespace.rsplit(".", 1)[-1].strip("`") if namespace else "",
     )
+
+
+# Type names as Spark's schema tree prints them, where DESCRIBE prints their SQL names.
+_TREE_TYPES = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint"}
+
+
+def parse_show_extended(name: str, information: str) -> TableInfo:
+    """What SHOW TABLE EXTENDED says of one relation (its `information` text): the same facts as
+    DESCRIBE TABLE EXTENDED, for several relations in one statement. The columns come from its
+    schema tree (top-level fields; Spark's type names turned into their SQL names).
+
+    >>> info = parse_show_extended("db.v", "Type: VIEW\\nView Text: select k\\nfrom db.t\\nView Original Text: "
+    ...     "select k\\nfrom db.t\\nView Catalog and Namespace: spark_catalog.db\\nStatistics: 10 bytes\\n"
+    ...     "Schema: root\\n |-- k: long (nullable = true)\\n |-- s: struct (nullable = true)\\n"
+    ...     " |    |-- x: integer (nullable = true)\\n")
+    >>> info.columns, info.is_view, info.view_text, info.view_db, info.size_bytes
+    ({'k': 'bigint', 's': 'struct'}, True, 'select k\\nfrom db.t', 'db', 10)
+    """
+    details: dict[str, str] = {}
+    columns: dict[str, str] = {}
+    lines = information.split("\n")
+    key = None
+    in_schema = False
+    for line in lines:
+        if in_schema:
+            if line.startswith(" |-- "):
+                field_name, _, rest = line[5:].rpartition(": ")
+                type_name = rest.split(" (")[0].strip()
+                columns[field_name] = _TREE_TYPES.get(type_name, type_name)
+            continue
+        head, sep, value = line.partition(": ")
+        if sep and head and head[0].isupper() and "  " not in head and len(head) < 40 and not head.startswith(" "):
+            if head == "Schema":
+                in_schema = True
+                continue
+            key = head
+            details[key] = value
+        elif key is not None:  # a value over several lines (a view's text)
+            details[key] += "\n" + line
+    size = None
+    statistics = details.get("Statistics", "")
+    if "bytes" in statistics:
+        try:
+            size = int(statistics.split("bytes")[0].strip())
+        except ValueError:
+            size = None
+    partitions = [c.strip(" `") for c in details.get("Partition Columns", "").strip("[]").split(",") if c.strip(" `")]
+    buckets = [c.strip(" `") for c in details.get("Bucket Columns", "").strip("[]").split(",") if c.strip(" `")]
+    namespace = details.get("View Catalog and Namespace", "")
+    return TableInfo(
+        name=name.lower(),
+        columns=columns,
+        kind=details.get("Type", "MANAGED"),
+        created=details.get("Created Time", ""),
+        size_bytes=size,
+        partition_columns=partitions,
+        bucket_columns=buckets,
+        view_text=details.get("View Text", "").rstrip("\n"),
+        view_db=namespace.rsplit(".", 1)[-1].strip("`") if namespace else "",
+    )
