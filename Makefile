@@ -8,7 +8,7 @@ TPCH_DIR := $(CURDIR)/data/tpch-$(TPCH_SCALE)
 export HIVEOPT_TPCH_DIR := $(TPCH_DIR)
 PYTEST_ARGS ?=
 
-.PHONY: install data demo lint test browser bench bench-project fuzz clean
+.PHONY: install data demo lint test browser bench bench-project calibrate fuzz clean
 
 # A regular (not editable) install: dbt finds adapters by listing dbt/adapters/*/ in
 # site-packages (`dbt init`, `dbt --version`), which an editable install does not populate.
@@ -60,6 +60,11 @@ bench: install
 	$(BIN)/python bench/correlation.py
 	$(BIN)/python bench/optimizer_time.py
 	$(BIN)/python bench/pruning.py
+	$(BIN)/python bench/tpch.py
+
+# The decisions against their alternatives on this Spark (docs/calibration.md keeps the tables).
+calibrate: install
+	$(BIN)/python bench/calibrate.py
 
 # The whole example project, dbt-spark vs hiveopt, at SF 0.1 and SF 1 (paired rounds).
 bench-project: install

@@ -19,10 +19,6 @@ from typing import Any
 # Spark's own spark.sql.autoBroadcastJoinThreshold default: the same line, drawn from our
 # estimate after filters instead of Spark's unfiltered file size.
 DEFAULT_BROADCAST_THRESHOLD_BYTES = 10 * 1024 * 1024
-# A build side our estimate puts above this share of the broadcast threshold, with an estimated
-# (not exact) size, is left to Spark: the estimate may be off by that much, and a broadcast
-# forced on a side too big for it costs more than the sort-merge join AQE would switch itself.
-NEAR_THRESHOLD_SHARE = 0.5
 # Above this, a shuffle-hash build side per partition risks memory pressure; Spark's own
 # preference check uses autoBroadcastJoinThreshold * numShufflePartitions.
 DEFAULT_SHUFFLE_HASH_PARTITION_BYTES = 64 * 1024 * 1024

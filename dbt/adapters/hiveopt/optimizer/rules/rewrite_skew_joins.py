@@ -191,7 +191,7 @@ def _decide(
     if not hot:
         return Skip(f"no hot key ({origin})")
     dtype = estimator.source(scope, skewed).column(key.name).data_type
-    sizes = _too_big_to_broadcast(scope, build, (skewed, other), config)
+    sizes = _too_big_to_broadcast(scope, build, (skewed, other), config, estimator)
     if isinstance(sizes, Skip):
         return sizes
     shares = [share for _, share in hot]
@@ -228,11 +228,20 @@ def _decide(
 
 
 def _too_big_to_broadcast(
-    scope: Scope, build: dict[str, Any], aliases, config: OptimizerConfig
+    scope: Scope, build: dict[str, Any], aliases, config: OptimizerConfig, estimator: Estimator
 ) -> dict[str, float] | Skip:
-    """Each side's estimated bytes, or why the join is not one to split (a side that fits a
-    broadcast has no skew: Spark broadcasts it)."""
+    """Each side's estimated bytes, or why the join is not one to split: a side that fits a
+    broadcast, by our estimate or by Spark's own size of it, has no skew (a broadcast join has no
+    skewed task: a 90% hot key over a dimension Spark broadcasts by itself split 0.91-1.02x on
+    2-8M rows, docs/calibration.md)."""
     sizes = {}
+    for alias in aliases:
+        spark_size = estimator.spark_sizes.source(scope, alias)
+        if 0 <= spark_size <= config.spark_broadcast_threshold_bytes:
+            return Skip(
+                f"Spark broadcasts {relation_label(scope, alias)} by itself (it sizes it at "
+                f"{human_bytes(spark_size)}): a broadcast join has no skew"
+            )
     for alias in aliases:
         relation = build[alias]
         size = relation.bytes([c for c in relation.columns if c.startswith(f"{alias}.")])

@@ -1,0 +1,476 @@
+"""Calibration: each kind of decision the optimizer takes, timed on this Spark against its
+alternatives, next to the optimizer's own estimates. From the figures: the bytes a broadcast
+relation takes in Spark's memory against the estimator's width, where a hint beats what Spark does
+alone (AQE on), and the smallest estimated gain per decision kind below which the query is best run
+as written. docs/calibration.md keeps the last tables; re-run it when the cost model changes.
+
+    .venv/bin/python bench/calibrate.py [--parts joins,reorder,skew,window,siblings] [--runs 3]
+
+Parts (each prints one table):
+- joins: a 4M-row fact joined to dimensions of 20k-1M rows, filtered to 1%, 10% or all of their
+  rows, narrow or wide: Spark alone against BROADCAST, SHUFFLE_HASH and MERGE hints, and what
+  select_join_algorithms chooses;
+- reorder: TPC-H SF 1 multi-join queries (as written and in a bad order): the written order against
+  reorder_joins' order alone (no hints), with the estimated cost of each;
+- skew: a 4M-row fact whose hottest key holds 2-90% of the rows against a 500k-row dimension: as
+  written against rewrite_skew_joins;
+- window: an aggregate joined back to its input (Hive's correlation example) over 4M rows, a table
+  and an expensive input: as written against merge_correlated_aggregates;
+- siblings: 2-8 aggregates of one input with different filters: as written against
+  merge_sibling_aggregates.
+Every variant's rows are compared with the original's (multisets, floats to 10 digits).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+
+from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, optimize  # noqa: E402
+from dbt.adapters.hiveopt.statistics_service import StatisticsService  # noqa: E402
+
+DB = "calib"
+FACT_ROWS = 4_000_000
+KEYS = 1_000_000
+DIM_ROWS = (20_000, 100_000, 400_000, 1_000_000)
+SHARES = (1, 10, 100)  # percent of a dimension's rows its filter keeps
+RULES = (
+    "merge_correlated_aggregates",
+    "merge_sibling_aggregates",
+    "reorder_joins",
+    "rewrite_skew_joins",
+    "select_join_algorithms",
+    "prune_partitions_from_small_side",
+)
+
+
+class Lab:
+    """One warm session, the statistics of what it built, and timing."""
+
+    def __init__(self, spark, runs: int):
+        self.spark, self.runs = spark, runs
+        self.service = StatisticsService(
+            lambda sql: [tuple(r) for r in spark.sql(sql).collect()], stats_schema="hiveopt_calib"
+        )
+        self.statistics = StatsCatalog()
+        self.schema: dict[str, dict[str, dict[str, str]]] = {}
+
+    def table(self, name: str, select: str) -> None:
+        """Create `name` from `select` once (kept between runs of the script), with statistics."""
+        db, table = name.split(".")
+        self.spark.sql(f"CREATE DATABASE IF NOT EXISTS {db}")
+        if not self.spark.catalog.tableExists(name):
+            self.spark.sql(f"CREATE TABLE {name} USING parquet AS {select}")
+        self.add(name)
+
+    def add(self, name: str) -> None:
+        db, table = name.split(".")
+        self.statistics.put(name, self.service.ensure(name)[0])
+        self.schema.setdefault(db, {})[table] = dict(self.service.describe(name).columns)
+
+    def optimized(self, sql: str, rule: str, **settings) -> tuple[str, dict]:
+        """The SQL one rule makes of `sql` with this lab's statistics, and its fired decisions."""
+        config = OptimizerConfig(rules={r: r == rule for r in RULES}, feedback="off", **settings)
+        result = optimize(sql, OptimizerContext(schema=self.schema, statistics=self.statistics, config=config))
+        decisions = [d for r in result.to_dict()["rules"] if r["rule"] == rule for d in r["decisions"]]
+        return result.sql, {"fired": [d for d in decisions if d["fired"]], "all": decisions}
+
+    def seconds(self, sql: str) -> float:
+        """Median seconds of `runs` runs (after one untimed run that warms the JIT and file cache)."""
+        self.spark.sql(sql).collect()
+        times = []
+        for _ in range(self.runs):
+            started = time.perf_counter()
+            self.spark.sql(sql).collect()
+            times.append(time.perf_counter() - started)
+        return statistics.median(times)
+
+    def rows(self, sql: str):
+        def value(v):
+            return float(f"{float(v):.10g}") if isinstance(v, float) or type(v).__name__ == "Decimal" else v
+
+        return sorted((tuple(value(v) for v in r) for r in self.spark.sql(sql).collect()), key=repr)
+
+    def broadcast_bytes(self, sql: str) -> int | None:
+        """The 'data size' Spark's BroadcastExchange reports for `sql`: what the build side
+        takes in memory as Spark holds it."""
+        description = f"calibrate {time.perf_counter_ns()}"
+        context = self.spark.sparkContext
+        context.setJobDescription(description)
+        try:
+            self.spark.sql(sql).collect()
+        finally:
+            context.setJobDescription(None)
+        store = self.spark._jsparkSession.sharedState().statusStore()
+        executions = store.executionsList().iterator()
+        found = None
+        while executions.hasNext():
+            execution = executions.next()
+            if execution.description() == description:
+                found = execution.executionId()
+        if found is None:
+            return None
+        metrics = store.executionMetrics(found)
+        nodes = store.planGraph(found).allNodes().iterator()
+        while nodes.hasNext():
+            node = nodes.next()
+            if "BroadcastExchange" not in str(node.name()):
+                continue
+            for_metric = node.metrics().iterator()
+            while for_metric.hasNext():
+                metric = for_metric.next()
+                if metric.name() == "data size":
+                    value = metrics.get(metric.accumulatorId())
+                    if value.isDefined():
+                        return _bytes(str(value.get()))
+        return None
+
+
+def _bytes(text: str) -> int | None:
+    """Spark's size metric text ('12.3 MiB' or 'total (min, med, max ...)\\n12.3 MiB (...)') in bytes."""
+    match = re.search(r"([\d.]+)\s*(B|KiB|MiB|GiB)\b", text)
+    if not match:
+        return None
+    return int(float(match.group(1)) * {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[match.group(2)])
+
+
+def _hinted(sql: str, hint: str) -> str:
+    return sql.replace("SELECT ", f"SELECT /*+ {hint}(d) */ ", 1)
+
+
+def _mb(value: float | None) -> str:
+    return "-" if value is None else f"{value / 2**20:.2f}"
+
+
+# -- joins -----------------------------------------------------------------------------------------
+def join_tables(lab: Lab) -> None:
+    """The fact and the dimensions (kept between runs of the script), with statistics."""
+    lab.table(
+        f"{DB}.fact",
+        f"SELECT id, CAST(pmod(hash(id), {KEYS}) AS BIGINT) AS k, CAST(id % 1000 AS DOUBLE) AS v "
+        f"FROM range({FACT_ROWS})",
+    )
+    for n in DIM_ROWS:
+        lab.table(
+            f"{DB}.dim_{n}",
+            f"SELECT id AS k, CAST(id % 100 AS INT) AS f, concat('name-', CAST(id AS STRING)) AS s1, "
+            f"sha2(CAST(id AS STRING), 256) AS s2 FROM range({n})",
+        )
+
+
+def joins(lab: Lab) -> list[dict]:
+    join_tables(lab)
+    out = []
+    for n in DIM_ROWS:
+        for share in SHARES:
+            for width, column in (("narrow", "s1"), ("wide", "s2")):
+                sql = (
+                    f"SELECT COUNT(*) AS n, SUM(f.v) AS v, MAX(d.{column}) AS s FROM {DB}.fact AS f "
+                    f"JOIN {DB}.dim_{n} AS d ON f.k = d.k WHERE d.f < {share}"
+                )
+                chosen, decisions = lab.optimized(sql, "select_join_algorithms")
+                detail = (decisions["all"] or [{}])[0]
+                row = {
+                    "dim_rows": n,
+                    "share": share,
+                    "width": width,
+                    "build_rows": n * share // 100,
+                    "estimated_bytes": detail.get("build_bytes"),
+                    "hiveopt": detail.get("hint") if detail.get("fired") else "none",
+                    "why": detail.get("reason", ""),
+                    "memory_bytes": lab.broadcast_bytes(_hinted(sql, "BROADCAST")),
+                }
+                expected = lab.rows(sql)
+                for variant in ("none", "BROADCAST", "SHUFFLE_HASH", "MERGE"):
+                    query = sql if variant == "none" else _hinted(sql, variant)
+                    assert lab.rows(query) == expected, (variant, sql)
+                    row[variant] = lab.seconds(query)
+                row["hiveopt_s"] = row[row["hiveopt"] if row["hiveopt"] != "none" else "none"]
+                out.append(row)
+                print(
+                    f"  {n:>9,} rows, {share:3}% kept, {width:6}: spark {row['none']:.2f} s, broadcast "
+                    f"{row['BROADCAST']:.2f}, shuffle-hash {row['SHUFFLE_HASH']:.2f}, merge {row['MERGE']:.2f}; "
+                    f"hiveopt {row['hiveopt']}",
+                    flush=True,
+                )
+    return out
+
+
+def print_joins(rows: list[dict]) -> None:
+    print(
+        f"\n{'dim rows':>9} {'kept':>5} {'width':6} {'build rows':>10} {'est MB':>7} {'mem MB':>7} {'mem/est':>7} "
+        f"{'spark s':>8} {'BHJ':>6} {'SHJ':>6} {'SMJ':>6} | {'hiveopt':12} {'spark/hiveopt':>13}"
+    )
+    for r in rows:
+        ratio = r["memory_bytes"] / r["estimated_bytes"] if r["memory_bytes"] and r["estimated_bytes"] else None
+        print(
+            f"{r['dim_rows']:9,} {r['share']:4}% {r['width']:6} {r['build_rows']:10,} {_mb(r['estimated_bytes']):>7} "
+            f"{_mb(r['memory_bytes']):>7} {'-' if ratio is None else f'{ratio:.2f}':>7} {r['none']:8.2f} "
+            f"{r['BROADCAST']:6.2f} {r['SHUFFLE_HASH']:6.2f} {r['MERGE']:6.2f} | {r['hiveopt']:12} "
+            f"{r['none'] / r['hiveopt_s']:13.2f}"
+        )
+
+
+# -- reorder ---------------------------------------------------------------------------------------
+TPCH_QUERIES = ("q02", "q05", "q07", "q08", "q09", "q10", "q21", "star")
+
+
+def tpch_sql(model: str, schema: str) -> str:
+    """A bench model's SQL with its sources as tables of `schema` and its config() left out."""
+    with open(os.path.join(harness.EXAMPLE, "models", "bench", "tpch", f"{model}.sql")) as handle:
+        text = handle.read()
+    text = re.sub(r"\{\{\s*config\(.*?\)\s*\}\}", "", text, flags=re.S)
+    text = re.sub(r"\{\{\s*source\('tpch',\s*'(\w+)'\)\s*\}\}", rf"{schema}.\1", text)
+    return "\n".join(line for line in text.splitlines() if not line.strip().startswith("--"))
+
+
+def reorder(lab: Lab, schema: str) -> list[dict]:
+    for table in ("customer", "orders", "lineitem", "supplier", "nation", "region", "part", "partsupp"):
+        lab.add(f"{schema}.{table}")
+    out = []
+    for query in TPCH_QUERIES:
+        for model in (query, f"{query}_bad"):
+            sql = tpch_sql(model, schema)
+            chosen, decisions = lab.optimized(sql, "reorder_joins")
+            fired = decisions["fired"]
+            costs = [
+                (float(m.group(1)), float(m.group(2)))
+                for d in fired
+                for m in [re.search(r"estimated cost ([\d.e+]+) -> ([\d.e+]+)", d["reason"])]
+                if m
+            ]
+            written_cost = sum(c[0] for c in costs)
+            chosen_cost = sum(c[1] for c in costs)
+            row = {"model": model, "fired": bool(fired), "estimated_gain": written_cost / chosen_cost if costs else 1.0}
+            row["written"] = lab.seconds(sql)
+            row["reordered"] = lab.seconds(chosen) if fired else row["written"]
+            if fired:
+                assert lab.rows(chosen) == lab.rows(sql), model
+            out.append(row)
+            print(
+                f"  {model:9} written {row['written']:.2f} s, reordered {row['reordered']:.2f} s "
+                f"(estimated gain {row['estimated_gain']:.2f}x)",
+                flush=True,
+            )
+    return out
+
+
+def print_reorder(rows: list[dict]) -> None:
+    print(f"\n{'model':10} {'fired':6} {'est. gain':>9} {'written s':>10} {'reordered s':>12} {'measured gain':>14}")
+    for r in rows:
+        print(
+            f"{r['model']:10} {str(r['fired']):6} {r['estimated_gain']:8.2f}x {r['written']:10.2f} "
+            f"{r['reordered']:12.2f} {r['written'] / r['reordered']:13.2f}x"
+        )
+
+
+# -- skew ------------------------------------------------------------------------------------------
+HOT_SHARES = (2, 5, 10, 25, 50, 90)
+# The 90% case again on facts of these sizes: the split pays only once the hot task is long.
+SKEW_ROWS = (2_000_000, 8_000_000)
+
+
+def skew(lab: Lab) -> list[dict]:
+    lab.table(
+        f"{DB}.skew_dim",
+        "SELECT id AS k, concat('name-', CAST(id AS STRING)) AS name FROM range(500000)",
+    )
+    out = []
+    cases = [(hot, FACT_ROWS) for hot in HOT_SHARES] + [(90, rows) for rows in SKEW_ROWS]
+    for hot, rows in cases:
+        table = f"{DB}.skew_{hot}" if rows == FACT_ROWS else f"{DB}.skew_{hot}_{rows}"
+        lab.table(
+            table,
+            f"SELECT id, IF(pmod(hash(id), 100) < {hot}, 7, CAST(pmod(hash(id, 1), 500000) AS BIGINT)) AS k, "
+            f"CAST(id % 100 AS DOUBLE) AS v FROM range({rows})",
+        )
+        sql = (
+            f"SELECT d.name, COUNT(*) AS n, SUM(f.v) AS v FROM {table} AS f JOIN {DB}.skew_dim AS d "
+            "ON f.k = d.k GROUP BY d.name"
+        )
+        chosen, decisions = lab.optimized(sql, "rewrite_skew_joins", task_slots=2)
+        fired = decisions["fired"]
+        why = (decisions["all"] or [{}])[0].get("reason", "")
+        row = {"hot_share": hot, "rows": rows, "fired": bool(fired), "why": why}
+        row["estimated_speedup"] = (fired[0].get("speedup") if fired else None) or (
+            (decisions["all"] or [{}])[0].get("speedup")
+        )
+        row["written"] = lab.seconds(sql)
+        split = chosen
+        if not fired:  # the rule's split, as it would write it, to measure it anyway
+            split, _ = lab.optimized(
+                sql, "rewrite_skew_joins", task_slots=2, skewed_keys={f"{DB}.skew_{hot}": {"k": [7]}}
+            )
+        row["split"] = lab.seconds(split)
+        assert lab.rows(split) == lab.rows(sql), hot
+        out.append(row)
+        print(
+            f"  hot key {hot:2}% of {rows:,} rows: written {row['written']:.2f} s, split {row['split']:.2f} s; "
+            f"rule {'fired' if fired else 'skipped'}",
+            flush=True,
+        )
+    return out
+
+
+def print_skew(rows: list[dict]) -> None:
+    print(
+        f"\n{'fact rows':>10} {'hot share':>9} {'fired':6} {'est. speedup':>12} {'written s':>10} {'split s':>8} "
+        f"{'measured':>9}"
+    )
+    for r in rows:
+        est = "-" if r["estimated_speedup"] is None else f"{float(r['estimated_speedup']):.2f}x"
+        print(
+            f"{r['rows']:10,} {r['hot_share']:8}% {str(r['fired']):6} {est:>12} {r['written']:10.2f} {r['split']:8.2f} "
+            f"{r['written'] / r['split']:8.2f}x"
+        )
+
+
+# -- window (an aggregate joined back to its input) -------------------------------------------------
+WINDOW_KEYS = (1_000, 20_000, 200_000, 2_000_000)
+
+
+def window(lab: Lab) -> list[dict]:
+    inputs = {}
+    for keys in WINDOW_KEYS:
+        lab.table(
+            f"{DB}.t1_{keys}",
+            f"SELECT CAST(pmod(hash(id), {keys}) AS BIGINT) AS key, CAST(id % 997 AS DOUBLE) AS value "
+            f"FROM range({FACT_ROWS})",
+        )
+        inputs[f"table, {keys:,} keys"] = f"{DB}.t1_{keys}"
+    inputs.update(
+        {
+            "expensive input (an aggregated join)": (
+                f"(SELECT f.k AS key, SUM(f.v) AS value FROM {DB}.fact AS f JOIN {DB}.dim_1000000 AS d ON f.k = d.k "
+                "GROUP BY f.id, f.k)"
+            ),
+        }
+    )
+    out = []
+    for label, source in inputs.items():
+        sql = (
+            f"WITH t AS (SELECT * FROM {source} AS s) SELECT tmp1.key, COUNT(*) AS n FROM "
+            "(SELECT key, AVG(value) AS avg_value FROM t GROUP BY key) AS tmp1 JOIN t ON tmp1.key = t.key "
+            "WHERE t.value > tmp1.avg_value GROUP BY tmp1.key"
+        )
+        chosen, decisions = lab.optimized(sql, "merge_correlated_aggregates")
+        fired = decisions["fired"]
+        why = (fired or decisions["all"] or [{}])[0].get("reason", "")
+        rewritten = chosen
+        if not fired:  # measure the window anyway: the cost model's threshold off
+            from dbt.adapters.hiveopt.optimizer import cost_model
+
+            kept = cost_model.MIN_RECOMPUTE_TO_WINDOW_RATIO
+            cost_model.MIN_RECOMPUTE_TO_WINDOW_RATIO = 0.0
+            try:
+                rewritten, _ = lab.optimized(sql, "merge_correlated_aggregates")
+            finally:
+                cost_model.MIN_RECOMPUTE_TO_WINDOW_RATIO = kept
+        row = {"input": label, "fired": bool(fired), "why": why}
+        row["written"] = lab.seconds(sql)
+        row["window"] = lab.seconds(rewritten) if rewritten != sql else row["written"]
+        assert lab.rows(rewritten) == lab.rows(sql), label
+        out.append(row)
+        print(
+            f"  {label}: written {row['written']:.2f} s, window {row['window']:.2f} s; fired {bool(fired)}", flush=True
+        )
+    return out
+
+
+def print_window(rows: list[dict]) -> None:
+    print(f"\n{'input':38} {'fired':6} {'written s':>10} {'window s':>9} {'measured':>9}")
+    for r in rows:
+        print(
+            f"{r['input']:38} {str(r['fired']):6} {r['written']:10.2f} {r['window']:9.2f} "
+            f"{r['written'] / r['window']:8.2f}x"
+        )
+
+
+# -- siblings --------------------------------------------------------------------------------------
+def siblings(lab: Lab) -> list[dict]:
+    out = []
+    for count in (2, 4, 8):
+        parts = [
+            f"(SELECT COUNT(*) AS n{i}, AVG(v) AS a{i} FROM {DB}.fact WHERE k % 8 = {i} AND v > {i * 10}) AS s{i}"
+            for i in range(count)
+        ]
+        sql = "SELECT * FROM " + " CROSS JOIN ".join(parts)
+        chosen, decisions = lab.optimized(sql, "merge_sibling_aggregates")
+        row = {"filters": count, "fired": bool(decisions["fired"])}
+        row["written"] = lab.seconds(sql)
+        row["merged"] = lab.seconds(chosen) if row["fired"] else row["written"]
+        assert lab.rows(chosen) == lab.rows(sql), count
+        out.append(row)
+        print(f"  {count} siblings: written {row['written']:.2f} s, merged {row['merged']:.2f} s", flush=True)
+    return out
+
+
+def print_siblings(rows: list[dict]) -> None:
+    print(f"\n{'siblings':>8} {'fired':6} {'written s':>10} {'merged s':>9} {'measured':>9}")
+    for r in rows:
+        print(
+            f"{r['filters']:8} {str(r['fired']):6} {r['written']:10.2f} {r['merged']:9.2f} "
+            f"{r['written'] / r['merged']:8.2f}x"
+        )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--parts", default="joins,reorder,skew,window,siblings")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--scale", default="1", help="TPC-H scale of the reorder part")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    spark, common = harness.prepare(args.scale)
+    lab = Lab(spark, args.runs)
+    results: dict[str, list[dict]] = {}
+    parts = args.parts.split(",")
+    join_tables(lab)  # the window and sibling parts read them too
+    if "joins" in parts:
+        print("joins: Spark alone against each join algorithm", flush=True)
+        results["joins"] = joins(lab)
+    if "reorder" in parts:
+        print("reorder: the written order against reorder_joins' order (no hints)", flush=True)
+        results["reorder"] = reorder(lab, common["tpch_schema"])
+    if "skew" in parts:
+        print("skew: as written against the skew split", flush=True)
+        results["skew"] = skew(lab)
+    if "window" in parts:
+        print("window: an aggregate joined back, as written against the window", flush=True)
+        results["window"] = window(lab)
+    if "siblings" in parts:
+        print("siblings: as written against one pass", flush=True)
+        results["siblings"] = siblings(lab)
+    printers = {
+        "joins": print_joins,
+        "reorder": print_reorder,
+        "skew": print_skew,
+        "window": print_window,
+        "siblings": print_siblings,
+    }
+    for part, rows in results.items():
+        if rows:
+            printers[part](rows)
+    os.makedirs(harness.RESULTS, exist_ok=True)
+    path = os.path.join(harness.RESULTS, "calibration.json")
+    kept = {}
+    if os.path.exists(path):  # the parts not run this time keep their last results
+        with open(path) as handle:
+            kept = json.load(handle)
+    with open(path, "w") as handle:
+        json.dump({**kept, **results}, handle, indent=1, default=str)
+    elapsed = time.perf_counter() - started
+    print(f"\nseconds: medians of {args.runs} runs of the SELECT alone, after one untimed run; {elapsed:.0f} s in all")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
