@@ -324,6 +324,11 @@ def random_config(
         config["rules"] = {name: on for name, on in switches.items() if name not in RETIRED}
     if rng.random() < 0.005:
         config["enabled"] = False
+    # The fuzz tables are tiny on disk: told Spark's own broadcast line, the join rules would defer
+    # to Spark on nearly every join. Most cases say Spark broadcasts nothing by itself (drawn last,
+    # so that the cases before it draw as they did).
+    if rng.random() < 0.8:
+        config["spark_broadcast_threshold_bytes"] = -1 if rng.random() < 0.8 else round(log_uniform(rng, 1, 1e9))
     # Split between the profile and the model's own config (the model wins where both set a key).
     # A profile with a bad entry stops dbt (dbt debug reports it); a model's bad entry is ignored
     # with a warning: entries the config refuses go to the model.
