@@ -61,6 +61,11 @@ def parse_describe(name: str, rows: Sequence[tuple[Any, ...]]) -> TableInfo:
             partitions.append(key)
         else:
             details[key] = value
+    return _table_info(name, columns, details, partitions)
+
+
+def _table_info(name: str, columns: dict[str, str], details: dict[str, str], partitions: list[str]) -> TableInfo:
+    """A TableInfo from the catalog's details (the key: value lines both commands print)."""
     size = None
     statistics = details.get("Statistics", "")
     if "bytes" in statistics:
@@ -78,7 +83,7 @@ def parse_describe(name: str, rows: Sequence[tuple[Any, ...]]) -> TableInfo:
         size_bytes=size,
         partition_columns=partitions,
         bucket_columns=buckets,
-        view_text=details.get("View Text", ""),
+        view_text=details.get("View Text", "").rstrip("\n"),
         view_db=namespace.rsplit(".", 1)[-1].strip("`") if namespace else "",
     )
 
@@ -120,24 +125,5 @@ def parse_show_extended(name: str, information: str) -> TableInfo:
             details[key] = value
         elif key is not None:  # a value over several lines (a view's text)
             details[key] += "\n" + line
-    size = None
-    statistics = details.get("Statistics", "")
-    if "bytes" in statistics:
-        try:
-            size = int(statistics.split("bytes")[0].strip())
-        except ValueError:
-            size = None
     partitions = [c.strip(" `") for c in details.get("Partition Columns", "").strip("[]").split(",") if c.strip(" `")]
-    buckets = [c.strip(" `") for c in details.get("Bucket Columns", "").strip("[]").split(",") if c.strip(" `")]
-    namespace = details.get("View Catalog and Namespace", "")
-    return TableInfo(
-        name=name.lower(),
-        columns=columns,
-        kind=details.get("Type", "MANAGED"),
-        created=details.get("Created Time", ""),
-        size_bytes=size,
-        partition_columns=partitions,
-        bucket_columns=buckets,
-        view_text=details.get("View Text", "").rstrip("\n"),
-        view_db=namespace.rsplit(".", 1)[-1].strip("`") if namespace else "",
-    )
+    return _table_info(name, columns, details, partitions)

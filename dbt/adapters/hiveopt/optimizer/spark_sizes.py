@@ -26,33 +26,15 @@ from collections.abc import Iterable
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
+from dbt.adapters.hiveopt.optimizer.relation_estimates import TYPE_WIDTHS
 from dbt.adapters.hiveopt.optimizer.spark_types import expression_type, parse_decimal, sum_type
 from dbt.adapters.hiveopt.optimizer.syntax import aliases_of, conjuncts, own_aggregate
 
 UNKNOWN = math.inf
 
-# Spark's DataType.defaultSize, by type name; a type not listed counts as a string.
-DEFAULT_SIZES = {
-    "boolean": 1,
-    "tinyint": 1,
-    "byte": 1,
-    "smallint": 2,
-    "short": 2,
-    "int": 4,
-    "integer": 4,
-    "bigint": 8,
-    "long": 8,
-    "float": 4,
-    "real": 4,
-    "double": 8,
-    "date": 4,
-    "timestamp": 8,
-    "timestamp_ntz": 8,
-    "string": 20,
-    "varchar": 20,
-    "char": 20,
-    "binary": 100,
-}
+# Spark's DataType.defaultSize, by type name (the estimator's fixed widths are Spark's too); a
+# type not listed counts as a string.
+DEFAULT_SIZES = {**TYPE_WIDTHS, "real": 4, "string": 20, "varchar": 20, "char": 20, "binary": 100}
 _ROW_HEADER = 8
 
 
