@@ -1,0 +1,84 @@
+"""read_plan reads Spark's executed plan in one call (the graph's text); these check, on Spark, that
+the text says what the status store's node and metric objects say, node by node: the same names,
+the same tree, and each node's "number of output rows" (a node with a parent: the text carries a
+node's rows on the edge to its parent)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from dbt.adapters.hiveopt.actual_rows import read_plan
+
+QUERIES = {
+    "broadcast join under an aggregate": """
+        SELECT d.n, count(*) FROM rp.f f JOIN rp.d d ON f.k = d.k WHERE f.id % 7 = 1 GROUP BY d.n""",
+    "sort-merge join of two big sides": """
+        SELECT /*+ MERGE(a) */ count(*) FROM rp.f a JOIN rp.f b ON a.id = b.id WHERE a.k < 50""",
+    "union of two joins": """
+        SELECT f.k, d.n FROM rp.f f JOIN rp.d d ON f.k = d.k WHERE f.k < 10
+        UNION ALL SELECT f.k, d.n FROM rp.f f LEFT JOIN rp.d d ON f.k = d.k WHERE f.k >= 90""",
+}
+
+
+def _plan_through_objects(spark, description: str):
+    """The reference: every node and metric through the status store's objects (the slow walk)."""
+    store = spark._jsparkSession.sharedState().statusStore()
+    executions = store.executionsList().iterator()
+    chosen, size = None, -1
+    while executions.hasNext():
+        execution = executions.next()
+        if execution.description() == description:
+            graph = store.planGraph(execution.executionId())
+            if graph.allNodes().size() >= size:
+                chosen, size = (execution.executionId(), graph), graph.allNodes().size()
+    execution_id, graph = chosen
+    metrics = store.executionMetrics(execution_id)
+    nodes, children = {}, {}
+    walk = graph.allNodes().iterator()
+    while walk.hasNext():
+        node = walk.next()
+        rows = None
+        for_metric = node.metrics().iterator()
+        while for_metric.hasNext():
+            metric = for_metric.next()
+            if metric.name() == "number of output rows" and metrics.get(metric.accumulatorId()).isDefined():
+                rows = int(re.sub(r"[^0-9]", "", str(metrics.get(metric.accumulatorId()).get())))
+        nodes[int(node.id())] = (str(node.name()), rows)
+    edges = graph.edges().iterator()
+    while edges.hasNext():
+        edge = edges.next()
+        children.setdefault(int(edge.toId()), []).append(int(edge.fromId()))
+    return nodes, children
+
+
+@pytest.fixture(scope="module")
+def tables(spark):
+    spark.sql("DROP DATABASE IF EXISTS rp CASCADE")
+    spark.sql("CREATE DATABASE rp")
+    spark.sql("CREATE TABLE rp.f USING parquet AS SELECT id, id % 100 AS k FROM range(200000)")
+    spark.sql("CREATE TABLE rp.d USING parquet AS SELECT id AS k, cast(id AS string) AS n FROM range(80)")
+    yield
+    spark.sql("DROP DATABASE rp CASCADE")
+
+
+@pytest.mark.parametrize("title", sorted(QUERIES))
+def test_the_graph_text_says_what_the_metrics_say(spark, tables, title):
+    description = f"read_plan test {title}"
+    context = spark.sparkContext
+    context.setLocalProperty("spark.job.description", description)
+    try:
+        spark.sql(QUERIES[title]).collect()
+    finally:
+        context.setLocalProperty("spark.job.description", None)
+    plan = read_plan(spark, description)
+    nodes, children = _plan_through_objects(spark, description)
+    assert {n: sorted(c) for n, c in plan.children.items()} == {n: sorted(c) for n, c in children.items()}
+    parents = {c for cs in children.values() for c in cs}
+    assert {n: name for n, (name, _) in plan.nodes.items()} == {n: name for n, (name, _) in nodes.items()}
+    measured = {n: rows for n, (_, rows) in nodes.items() if n in parents and rows is not None}
+    assert measured, "the query's nodes have row counts"
+    assert {n: plan.nodes[n][1] for n in measured} == measured
+    joins = [rows for name, rows in plan.nodes.values() if "Join" in name]
+    assert joins and all(rows is not None for rows in joins)
