@@ -76,8 +76,10 @@ def read_plan(spark: Any, description: str) -> SparkPlan | None:
 
 # In the graph's text, a node is `  7 [id="node7" label="HashAggregate" tooltip="..."];` and an edge
 # from a child to its parent `  9->8 [label="14,286" labeltooltip="14,286 rows"];`: the label is
-# the child's "number of output rows" (no label: it has no such metric, or it never ran).
-_DOT_NODE = re.compile(r'^\s*(\d+) \[id="node\d+" label="((?:[^"\\]|\\.)*)"')
+# the child's "number of output rows" (no label: it has no such metric, or it never ran). A long
+# name is shortened in the middle ("Scan parquet spa...og.tpch.lineitem"); the tooltip, the node's
+# description, holds it whole ("FileScan parquet spark_catalog.tpch.lineitem[l_orderkey#1L, ...").
+_DOT_NODE = re.compile(r'^\s*(\d+) \[id="node\d+" label="((?:[^"\\]|\\.)*)"(?: tooltip="((?:[^"\\]|\\.)*)")?')
 _DOT_EDGE = re.compile(r'^\s*(\d+)->(\d+)(?: \[label="([\d,]+)")?')
 
 
@@ -103,7 +105,7 @@ def parse_dot(text: str) -> SparkPlan:
     for line in text.splitlines():
         node = _DOT_NODE.match(line)
         if node:
-            names[int(node.group(1))] = node.group(2).replace('\\"', '"')
+            names[int(node.group(1))] = _whole_name(node.group(2), node.group(3) or "")
             continue
         edge = _DOT_EDGE.match(line)
         if edge:
@@ -112,6 +114,21 @@ def parse_dot(text: str) -> SparkPlan:
             if edge.group(3):
                 rows[child] = int(edge.group(3).replace(",", ""))
     return SparkPlan(nodes={n: (name, rows.get(n)) for n, name in names.items()}, children=children)
+
+
+def _whole_name(label: str, tooltip: str) -> str:
+    """The node's name, from its label, or from its description where the label was shortened.
+
+    >>> _whole_name("Scan parquet spa...og.tpch.lineitem", "FileScan parquet spark_catalog.tpch.lineitem[a#1L]")
+    'Scan parquet spark_catalog.tpch.lineitem'
+    """
+    label, tooltip = label.replace('\\"', '"'), tooltip.replace('\\"', '"')
+    if "..." not in label:
+        return label
+    head, tail = label.split("...", 1)
+    start = tooltip.find(head)
+    end = tooltip.find(tail, start + len(head)) if start >= 0 else -1
+    return tooltip[start : end + len(tail)] if end >= 0 else label
 
 
 def _recent_executions(store: Any, window: int = RECENT_EXECUTIONS) -> list[Any]:
