@@ -97,6 +97,7 @@ QUIET_LOGGERS = (
     "org.apache.hadoop.util.NativeCodeLoader",  # Unable to load native-hadoop library
     "org.apache.spark.util.Utils",  # the host name, SPARK_LOCAL_IP, SparkUI port retries
     "org.apache.spark.sql.execution.datasources.v2.CreateNamespaceExec",  # created concurrently (threads)
+    "hive.log",  # "Updating partition stats fast", "Updated size to": each save of the statistics table
 )
 
 LOG4J2_PROPERTIES = """rootLogger.level = warn
