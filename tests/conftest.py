@@ -1,4 +1,5 @@
 import os
+import signal
 import sys
 
 import pytest
@@ -31,3 +32,30 @@ def spark(tmp_path_factory):
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def pytest_configure(config):
+    """SIGTERM (CI's time limit, a killed job) ends the run as Ctrl-C does, so the session
+    fixtures' finalizers stop the servers and the cluster the tests started."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    """One Spark standalone cluster for every test that needs one, started once per pytest
+    session from the pyspark package: a master, two workers (1 core, 1 GB each) and one SQL server
+    application answering Thrift and Spark Connect, all on free loopback ports. Stopped by pid at
+    the end, also when a test failed or the run was interrupted."""
+    from dbt.adapters.hiveopt import local_cluster
+
+    spec = local_cluster.ClusterSpec(str(tmp_path_factory.mktemp("cluster")), driver_memory="2g")
+    cluster = local_cluster.up(spec, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        assert not any(daemon.alive() for daemon in cluster.daemons)

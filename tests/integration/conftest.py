@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 from helpers.dbt_run import EXAMPLE, REPO
@@ -17,14 +18,12 @@ def tpch_dir():
 
 
 @pytest.fixture(scope="session")
-def thrift_server(tmp_path_factory):
-    """One Spark Thrift server for the integration tests that need one (started from the pyspark
-    package on a free loopback port, stopped by pid at the end, also when a test failed)."""
-    from dbt.adapters.hiveopt import thrift_server as server_module
+def thrift_server(spark_cluster):
+    """The Thrift endpoint of the test cluster's SQL server (tests/conftest.py: spark_cluster)."""
+    return SimpleNamespace(host="127.0.0.1", port=spark_cluster.spec.thrift_port)
 
-    server = server_module.start(str(tmp_path_factory.mktemp("thrift-home")))
-    try:
-        yield server
-    finally:
-        server.stop()
-        assert server.process.poll() is not None
+
+@pytest.fixture(scope="session")
+def connect_server(spark_cluster):
+    """The Spark Connect endpoint of the test cluster's SQL server."""
+    return SimpleNamespace(host="127.0.0.1", port=spark_cluster.spec.connect_port)

@@ -1,15 +1,21 @@
-"""`dbt build` of the example project through hiveopt, on the local session and on a Spark
-Thrift server that the test starts from the pyspark package."""
+"""`dbt build` of the example project through hiveopt, on the local session, and on a Spark
+standalone cluster that the tests start from the pyspark package (a master, two workers, one SQL
+server application): over Thrift and over Spark Connect. The marts built on the cluster hold the
+rows the session built."""
 
 import json
 import os
+import time
 from collections import Counter
 
 import pytest
 from helpers.dbt_run import EXAMPLE, Events, run_dbt
-from helpers.results import rows_of
+from helpers.results import comparable, rows_of
 
 pytestmark = pytest.mark.integration
+
+# The example project's marts (tables, the incremental model and a view), compared across methods.
+MARTS = sorted(name[:-4] for name in os.listdir(os.path.join(EXAMPLE, "models", "marts")) if name.endswith(".sql"))
 
 
 def build(target, tmp_path, events=None):
@@ -68,9 +74,30 @@ def check_build(result, report_dir):
     return record
 
 
-def test_build_on_local_session(spark, tpch_dir, tmp_path):
+def mart_rows(fetch):
+    """{mart: Counter of its rows} read with `fetch(sql) -> rows` (floats rounded)."""
+    return {name: Counter(comparable(fetch(f"SELECT * FROM analytics.{name}"))) for name in MARTS}
+
+
+def passed(result):
+    return Counter(str(r.status) for r in result.result.results)
+
+
+@pytest.fixture(scope="module")
+def session_build(spark, tpch_dir, tmp_path_factory):
+    """The example project built once on the local session: (result, report folder, events,
+    seconds, the marts' rows) for the session's test and as the reference of the cluster's."""
     events = Events()
-    result, report_dir = build("session", tmp_path, events)
+    started = time.perf_counter()
+    result, report_dir = build("session", tmp_path_factory.mktemp("session-build"), events)
+    seconds = time.perf_counter() - started
+    rows = mart_rows(lambda sql: [tuple(r) for r in spark.sql(sql).collect()]) if result.success else {}
+    print(f"dbt build on the session: {dict(passed(result))} in {seconds:.1f} s")
+    return result, report_dir, events, seconds, rows
+
+
+def test_build_on_local_session(spark, session_build):
+    result, report_dir, events, _, _ = session_build
     record = check_build(result, report_dir)
     assert events.matching("hiveopt adapter: revenue_by_nation: reorder_joins (")
     (line,) = events.matching("models: ")  # the run's closing line
@@ -104,10 +131,54 @@ def test_build_on_local_session(spark, tpch_dir, tmp_path):
     assert all("q_error" in node for node in scans.values()), scans
 
 
-@pytest.mark.thrift
-def test_build_on_thrift_server(spark, tpch_dir, tmp_path, monkeypatch, thrift_server):
-    monkeypatch.setenv("HIVEOPT_THRIFT_PORT", str(thrift_server.port))
-    result, report_dir = build("thrift", tmp_path)
+def check_cluster_build(method, result, report_dir, seconds, session_build, fetch):
+    """A build on the cluster: the session's checks, the same statuses, and the marts' rows
+    equal to the session's; task_slots read from the cluster (two workers of one core)."""
     record = check_build(result, report_dir)
-    # Actual rows come from the embedded session's SQL metrics: on Thrift the record says so.
-    assert record["actual_rows"].startswith("not available on the thrift connection"), record["actual_rows"]
+    print(f"dbt build on {method}-on-cluster: {dict(passed(result))} in {seconds:.1f} s")
+    assert passed(result) == passed(session_build[0])
+    assert mart_rows(fetch) == session_build[4]
+    # Actual rows come from the embedded session's SQL metrics: elsewhere the record says so.
+    assert record["actual_rows"].startswith(f"not available on the {method} connection"), record["actual_rows"]
+    assert record["task_slots"] == {"value": 2, "from": "the server's cluster (its executors' cores)"}
+    return record
+
+
+@pytest.mark.thrift
+def test_build_on_thrift_on_cluster(tpch_dir, tmp_path, monkeypatch, thrift_server, session_build):
+    from pyhive import hive
+
+    monkeypatch.setenv("HIVEOPT_THRIFT_PORT", str(thrift_server.port))
+    started = time.perf_counter()
+    result, report_dir = build("thrift", tmp_path)
+    seconds = time.perf_counter() - started
+    with hive.connect(host=thrift_server.host, port=thrift_server.port, username="dbt") as connection:
+        cursor = connection.cursor()
+
+        def fetch(sql):
+            cursor.execute(sql)
+            return cursor.fetchall()
+
+        check_cluster_build("thrift", result, report_dir, seconds, session_build, fetch)
+
+
+@pytest.mark.connect
+def test_build_on_connect_on_cluster(tpch_dir, tmp_path, monkeypatch, connect_server, session_build):
+    from dbt.adapters.hiveopt.spark_connect import open_session
+
+    monkeypatch.setenv("HIVEOPT_CONNECT_PORT", str(connect_server.port))
+    started = time.perf_counter()
+    result, report_dir = build("connect", tmp_path)
+    seconds = time.perf_counter() - started
+    session = open_session(connect_server.host, connect_server.port, None, False, {})
+    try:
+        check_cluster_build(
+            "connect",
+            result,
+            report_dir,
+            seconds,
+            session_build,
+            lambda sql: [tuple(r) for r in session.sql(sql).collect()],
+        )
+    finally:
+        session.stop()

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from helpers.results import rows_of
 
-from dbt.adapters.hiveopt.impl import HiveoptAdapter, fetch_small_side_values
+from dbt.adapters.hiveopt.impl import fetch_small_side_values
 from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, optimize, prepare_query
 from dbt.adapters.hiveopt.optimizer.pipeline import value_fetches
 
@@ -212,16 +212,15 @@ def test_spark_prunes_the_broadcast_cases_itself(tables, sql):
 
 
 def test_the_fetch_is_cancelled_at_its_deadline(tables):
-    """The adapter's bounded run: a query that would take minutes is cancelled after a second."""
+    """The session's bounded run: a query that would take minutes is cancelled after a second."""
     import time
 
-    from dbt.adapters.spark.connections import SparkConnectionMethod
+    from dbt.adapters.hiveopt.bounded_statements import run_bounded_on_session
 
-    adapter = SimpleNamespace(config=SimpleNamespace(credentials=SimpleNamespace(method=SparkConnectionMethod.SESSION)))
     slow = "SELECT COUNT(DISTINCT a.id + b.id) AS n FROM range(200000) a CROSS JOIN range(200000) b"
     started = time.perf_counter()
     with pytest.raises(TimeoutError):
-        HiveoptAdapter._run_bounded(adapter, slow, started + 1.0)
+        run_bounded_on_session(tables, slow, started + 1.0)
     assert time.perf_counter() - started < 30
     # The session is usable afterwards.
     assert tables.sql("SELECT 1 AS one").collect()[0][0] == 1

@@ -19,6 +19,9 @@ MODULES = sorted(name for _, name, _ in pkgutil.walk_packages(optimizer.__path__
     "dbt.adapters.hiveopt.statistics_store",
     "dbt.adapters.hiveopt.feedback",
     "dbt.adapters.hiveopt.model_inputs",
+    "dbt.adapters.hiveopt.spark_connect",
+    "dbt.adapters.hiveopt.local_cluster",
+    "dbt.adapters.hiveopt.processes",
 ]
 
 

@@ -74,17 +74,19 @@ def test_values_of_another_type_than_the_key_are_not_written():
     assert any("does not fit the key's type (integral)" in d.reason for d in run.decisions)
 
 
-def test_on_a_thrift_connection_the_fetch_fails_and_a_semi_join_filter_goes_below_the_aggregate():
-    """What the adapter does on Thrift or Connect: its bounded run refuses (no job group to cancel),
-    the fetch records the error, and the rule writes the small side's keys as a subquery."""
+def test_where_the_fetch_fails_a_semi_join_filter_goes_below_the_aggregate():
+    """What the adapter does on a connection that cannot cancel a statement (ODBC): its bounded run
+    refuses, the fetch records the error, and the rule writes the small side's keys as a subquery."""
     import time
     from types import SimpleNamespace
 
-    from dbt.adapters.spark.connections import SparkConnectionMethod
-
     from dbt.adapters.hiveopt.impl import HiveoptAdapter, fetch_small_side_values
 
-    adapter = SimpleNamespace(config=SimpleNamespace(credentials=SimpleNamespace(method=SparkConnectionMethod.THRIFT)))
+    odbc = SimpleNamespace(handle=object())  # a wrapper without run_bounded
+    adapter = SimpleNamespace(
+        config=SimpleNamespace(credentials=SimpleNamespace(method="odbc")),
+        connections=SimpleNamespace(get_thread_connection=lambda: odbc),
+    )
     sql = (
         "SELECT a.total, d.month FROM (SELECT day, SUM(amount) AS total FROM sales.events GROUP BY day) a "
         "JOIN sales.days d ON a.day = d.day WHERE d.year = 2020"
@@ -95,7 +97,7 @@ def test_on_a_thrift_connection_the_fetch_fails_and_a_semi_join_filter_goes_belo
         f.key: fetch_small_side_values(f, 1000, lambda text: HiveoptAdapter._run_bounded(adapter, text, deadline))
         for f in _fetches(sql, context)
     }
-    assert all("needs the session method" in v.error for v in context.fetched_values.values())
+    assert all("cannot cancel a statement" in v.error for v in context.fetched_values.values())
     result = optimize(sql, context)
     assert (
         "a.day IN (SELECT /*+ BROADCAST(d) */ d.day AS k FROM sales.days AS d WHERE d.year = 2020 AND NOT d.day "
@@ -104,5 +106,5 @@ def test_on_a_thrift_connection_the_fetch_fails_and_a_semi_join_filter_goes_belo
     (rule,) = [r for r in result.rules if r.rule == RULE]
     assert [d.reason for d in rule.decisions if d.fired][0].endswith(
         "injected a semi-join filter below the aggregate (the small side's values could not be fetched: "
-        "fetch failed (RuntimeError: a bounded value fetch needs the session method))"
+        "fetch failed (RuntimeError: the odbc connection cannot cancel a statement at a deadline))"
     )

@@ -1,4 +1,5 @@
-"""The `hiveopt` console command: `hiveopt summary`, `hiveopt explain MODEL`, `hiveopt analyze NAME...`.
+"""The `hiveopt` console command: `hiveopt summary`, `hiveopt explain MODEL`, `hiveopt analyze NAME...`,
+`hiveopt cluster up|status|down`.
 
 Each command's one-line summary and its arguments' help are written once, in `build_parser`: the
 top-level help and each command's `--help` show the same words (tests/unit/test_cli_help.py).
@@ -215,6 +216,40 @@ def analyze(names: list[str], project_dir: str, profiles_dir: str | None, target
     return 0 if result.success else 1
 
 
+def cluster(args: argparse.Namespace) -> int:
+    """`hiveopt cluster up|status|down`: a local Spark standalone cluster (local_cluster.py)."""
+    from dbt.adapters.hiveopt import local_cluster
+
+    state_dir = os.path.abspath(args.state_dir)
+    if args.action == "status":
+        print("\n".join(local_cluster.status_lines(state_dir)))
+        return 0 if local_cluster.Cluster.load(state_dir) else 1
+    if args.action == "down":
+        local_cluster.down(state_dir, progress=lambda line: print(line, flush=True))
+        return 0
+    spec = local_cluster.ClusterSpec(
+        state_dir,
+        workers=args.workers,
+        worker_cores=args.worker_cores,
+        worker_memory=args.worker_memory,
+        driver_memory=args.driver_memory,
+        master_port=args.master_port,
+        ui_port=args.ui_port,
+        thrift_port=args.thrift_port,
+        connect_port=args.connect_port,
+    )
+    try:
+        running = local_cluster.up(spec, progress=lambda line: print(line, flush=True))
+    except (RuntimeError, KeyboardInterrupt) as error:
+        print(f"hiveopt cluster up: {error or 'interrupted'}", file=sys.stderr)
+        return 1
+    print("\nProfile outputs for this cluster (paste them under your profile's `outputs:`):\n")
+    print(local_cluster.profile_outputs(running.spec))
+    print(f"\n`hiveopt cluster status --state-dir {state_dir}` says what runs; `hiveopt cluster down "
+          f"--state-dir {state_dir}` stops it.")  # fmt: skip
+    return 0
+
+
 # The source syntax, the same in every help text that names it.
 NAMES_HELP = "what to analyze: db.table, a model's name, or source:source_name.table"
 PROJECT_DIR_HELP = "the dbt project (default: the current folder)"
@@ -225,6 +260,18 @@ COMMANDS = {
     "explain": "one model's record: the SQL as dbt compiled it and as run, its join trees (estimated and "
     "actual rows), the rules' decisions and the statistics used",
     "analyze": "gather statistics now, through dbt's own connection of the profile",
+    "cluster": "a local Spark standalone cluster (a master, workers, one SQL server answering Thrift and Spark "
+    "Connect): up starts it and prints the profile outputs, status says what runs, down stops it by pid",
+}
+CLUSTER_DEFAULTS = {
+    "workers": (2, "workers started"),
+    "worker_cores": (1, "cores each worker offers"),
+    "worker_memory": ("1g", "memory each worker offers (its executor's heap)"),
+    "driver_memory": ("2g", "heap of the SQL server's driver"),
+    "master_port": (7077, "the master's port (0: a free one)"),
+    "ui_port": (8080, "the master's web UI port (0: a free one)"),
+    "thrift_port": (10000, "the Thrift port (0: a free one)"),
+    "connect_port": (15002, "the Spark Connect port (0: a free one)"),
 }
 
 
@@ -240,8 +287,18 @@ def build_parser() -> argparse.ArgumentParser:
     parsers["analyze"].add_argument("names", nargs="+", metavar="NAME", help=NAMES_HELP)
     parsers["analyze"].add_argument("--profiles-dir", help="where profiles.yml is (default: dbt's own search)")
     parsers["analyze"].add_argument("--target", help="the profile's target (default: the profile's own)")
-    for command in parsers.values():
-        command.add_argument("--project-dir", default=".", help=PROJECT_DIR_HELP)
+    for name in ("summary", "explain", "analyze"):
+        parsers[name].add_argument("--project-dir", default=".", help=PROJECT_DIR_HELP)
+    parsers["cluster"].add_argument("action", choices=("up", "status", "down"), help="what to do")
+    parsers["cluster"].add_argument(
+        "--state-dir",
+        default=".hiveopt-cluster",
+        help="the cluster's pids, logs, warehouse and metastore (default: .hiveopt-cluster in the current folder)",
+    )
+    for option, (default, text) in CLUSTER_DEFAULTS.items():
+        parsers["cluster"].add_argument(
+            "--" + option.replace("_", "-"), type=type(default), default=default, help=f"{text} (default {default})"
+        )
     return parser
 
 
@@ -252,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
         return explain(args.model, args.project_dir)
     if args.command == "summary":
         return summary(args.project_dir)
+    if args.command == "cluster":
+        return cluster(args)
     return analyze(args.names, args.project_dir, args.profiles_dir, args.target)
 
 

@@ -1,23 +1,51 @@
-"""Credentials and connections: dbt-spark's, plus an `optimizer:` block and, for the embedded
-session, a folder of its own for the warehouse and the Derby metastore."""
+"""Credentials and connections: dbt-spark's, plus an `optimizer:` block, for the embedded session a
+folder of its own for the warehouse and the Derby metastore, `method: connect` (Spark Connect,
+spark_connect.py), and statements bounded in time on every method but ODBC
+(bounded_statements.py)."""
 
 from __future__ import annotations
 
 import os
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from dbt.adapters.contracts.connection import Connection
+from dbt.adapters.contracts.connection import Connection, ConnectionState
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.exceptions import FailedToConnectError
 from dbt.adapters.spark.connections import (
     SparkConnectionManager,
     SparkConnectionMethod,
     SparkCredentials,
 )
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.dataclass_schema import StrEnum
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
+
+from dbt.adapters.hiveopt import spark_connect
+from dbt.adapters.hiveopt.bounded_statements import with_bounded_statements
 
 DEFAULT_SPARK_DIR = ".hiveopt-spark"
 _session_lock = threading.Lock()
+logger = AdapterLogger("hiveopt")
+
+# How many tasks a server's application runs at once: Spark splits a range() with no partition
+# count into its default parallelism, which is the executors' total cores (standalone, YARN,
+# Kubernetes) unless spark.default.parallelism says otherwise. One small job, once per invocation.
+TASK_SLOTS_SQL = "SELECT COUNT(DISTINCT p) FROM (SELECT spark_partition_id() AS p FROM range(0, 65536))"
+
+
+class HiveoptConnectionMethod(StrEnum):
+    """dbt-spark's methods and Spark Connect. Members equal dbt-spark's by value ('session' ==
+    SparkConnectionMethod.SESSION), so dbt-spark's own checks keep working."""
+
+    THRIFT = "thrift"
+    HTTP = "http"
+    ODBC = "odbc"
+    SESSION = "session"
+    CONNECT = "connect"
 
 
 def _project_dir() -> str:
@@ -35,6 +63,7 @@ def _project_dir() -> str:
 
 @dataclass
 class HiveoptCredentials(SparkCredentials):
+    method: HiveoptConnectionMethod = None  # type: ignore[assignment]
     # Rule switches, thresholds, `verify`, `stats:` settings (see README).
     optimizer: dict[str, Any] = field(default_factory=dict)
     # session only: warehouse and metastore live here (relative paths: under the project).
@@ -45,6 +74,8 @@ class HiveoptCredentials(SparkCredentials):
         data = super().__pre_deserialize__(data)
         if str(data.get("method", "")) == "session":
             data.setdefault("host", "localhost")  # dbt-spark asks for a host even for a session
+        if str(data.get("method", "")) == "connect":
+            data.setdefault("port", spark_connect.DEFAULT_PORT)
         return data
 
     def __post_init__(self) -> None:
@@ -60,6 +91,8 @@ class HiveoptCredentials(SparkCredentials):
             if not os.path.isabs(spark_dir):
                 spark_dir = os.path.join(_project_dir(), spark_dir)
             self.spark_dir = os.path.abspath(spark_dir)
+        if self.method == HiveoptConnectionMethod.CONNECT:
+            spark_connect.import_client()  # names the missing extra when the profile is read
 
     @property
     def type(self) -> str:
@@ -188,7 +221,56 @@ class HiveoptConnectionManager(SparkConnectionManager):
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:
+        if connection.state == ConnectionState.OPEN:
+            return connection
         credentials = connection.credentials
-        if connection.state != "open" and credentials.method == SparkConnectionMethod.SESSION:
+        if credentials.method == HiveoptConnectionMethod.CONNECT:
+            return cls._open_connect(connection)
+        if credentials.method == SparkConnectionMethod.SESSION:
             ensure_local_session(credentials)
-        return super().open(connection)
+        connection = super().open(connection)
+        connection.handle = with_bounded_statements(connection.handle)
+        return connection
+
+    @classmethod
+    def _open_connect(cls, connection: Connection) -> Connection:
+        """A Spark Connect session per dbt connection; retried as dbt-spark retries its methods
+        (connect_retries, connect_timeout)."""
+        credentials = connection.credentials
+        where = f"{credentials.host}:{credentials.port}"
+        for attempt in range(1 + credentials.connect_retries):
+            try:
+                session = spark_connect.open_session(
+                    credentials.host,
+                    credentials.port,
+                    credentials.token,
+                    credentials.use_ssl,
+                    credentials.server_side_parameters,
+                )
+                break
+            except Exception as error:
+                message = spark_connect.error_message(error) or f"{type(error).__name__}: {error}"
+                if attempt >= credentials.connect_retries:
+                    raise FailedToConnectError(f"Spark Connect server at {where}: {message}") from None
+                logger.warning(
+                    f"Spark Connect server at {where}: {message}; retrying in {credentials.connect_timeout} s "
+                    f"({attempt + 1} of {credentials.connect_retries})"
+                )
+                time.sleep(credentials.connect_timeout)
+        connection.handle = spark_connect.ConnectConnectionWrapper(session)
+        connection.state = ConnectionState.OPEN
+        return connection
+
+    @contextmanager
+    def exception_handler(self, sql: str) -> Iterator[None]:
+        """Spark Connect's errors become dbt database errors with the server's message (no JVM
+        stack trace, no gRPC dump); every other error goes through dbt-spark's handler."""
+        try:
+            yield
+        except Exception as error:
+            message = spark_connect.error_message(error)
+            if message is None:
+                with super().exception_handler(sql):
+                    raise
+            logger.debug(f"Error while running:\n{sql}")
+            raise DbtDatabaseError(message) from None

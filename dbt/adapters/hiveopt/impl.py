@@ -21,7 +21,9 @@ from sqlglot import exp
 
 from dbt.adapters.hiveopt.build_records import BuildRecords
 from dbt.adapters.hiveopt.connections import (
+    TASK_SLOTS_SQL,
     HiveoptConnectionManager,
+    HiveoptConnectionMethod,
     session_broadcast_threshold,
     session_task_slots,
 )
@@ -52,6 +54,7 @@ from dbt.adapters.hiveopt.verify import verify_equal
 
 logger = AdapterLogger("hiveopt")
 
+SERVER_SLOTS = "the server's cluster (its executors' cores)"
 # Nodes that read a model through ref() and are built from it (tests only read, and cheaply).
 _READERS = ("model", "snapshot")
 
@@ -90,6 +93,9 @@ class HiveoptAdapter(SparkAdapter):
         self._summary = RunSummary()
         self._records: BuildRecords | None = None
         self._store_reader: threading.Thread | None = None
+        # A server's task slots, read from its cluster once (0: it could not say).
+        self._task_slots: int | None = None
+        self._task_slots_lock = threading.Lock()
 
     @classmethod
     def type(cls) -> str:
@@ -99,13 +105,27 @@ class HiveoptAdapter(SparkAdapter):
     def _optimizer_block(self) -> dict[str, Any]:
         block = dict(getattr(self.config.credentials, "optimizer", None) or {})
         if self.config.credentials.method == SparkConnectionMethod.SESSION:
-            # An embedded session knows its cores and its broadcast line; a server is configured.
+            # An embedded session knows its cores and its broadcast line; a server's cluster is
+            # asked for its cores later (when a model needs them), its broadcast line is configured.
             if "task_slots" not in block and session_task_slots():
                 block["task_slots"] = session_task_slots()
             threshold = session_broadcast_threshold()
             if "spark_broadcast_threshold_bytes" not in block and threshold is not None:
                 block["spark_broadcast_threshold_bytes"] = threshold
         return block
+
+    def _task_slots_from(self, model_config: dict[str, Any] | None) -> str:
+        """Where a model's task_slots come from: its own config, the profile, the embedded
+        session's cores, or (Thrift, Connect) the server's cluster, asked only when a rule needs it."""
+        if "task_slots" in (model_config or {}):
+            return "the model's config"
+        if "task_slots" in (getattr(self.config.credentials, "optimizer", None) or {}):
+            return "the profile"
+        if self.config.credentials.method == SparkConnectionMethod.SESSION:
+            return "the embedded session (its cores)" if session_task_slots() else "the default"
+        if self.config.credentials.method in (SparkConnectionMethod.THRIFT, HiveoptConnectionMethod.CONNECT):
+            return SERVER_SLOTS
+        return "the default"
 
     def _stats_settings(self) -> dict[str, Any]:
         return stats_settings(self._optimizer_block())
@@ -173,8 +193,11 @@ class HiveoptAdapter(SparkAdapter):
         config = self._model_config(label, sql, model_config, materialization)
         if config is None:
             return sql
+        slots_from = self._task_slots_from((model_config or {}) if isinstance(model_config, dict) else {})
         try:
-            result, gathering = self._optimize(sql, label, config, materialization or "table", _own_table(model))
+            result, gathering = self._optimize(
+                sql, label, config, materialization or "table", _own_table(model), slots_from == SERVER_SLOTS
+            )
         except Exception as error:  # the run never fails because of the optimizer
             reason = f"optimizer failed ({first_line(error)})"
             logger.warning(f"{label}: {reason}; running the model as written")
@@ -189,6 +212,10 @@ class HiveoptAdapter(SparkAdapter):
             temporary=bool(temporary),
             statistics_gathering=gathering,
             setting_problems=config.problems,
+            task_slots={
+                "value": config.task_slots,
+                "from": slots_from if slots_from != SERVER_SLOTS or self._task_slots else "the default",
+            },
         )
         return self._hand_over(sql, result, record, config, model, entered)
 
@@ -236,7 +263,7 @@ class HiveoptAdapter(SparkAdapter):
             logger.info(f"{label}: {', '.join(result.fired_rules)} ({result.elapsed_ms:.0f} ms)")
             logger.debug(f"{label}: decisions {record['rules']}")
             if config.verify:
-                verify_equal(self._run_sql, sql, result.sql, label)
+                self._verify(sql, result.sql, label, config)
         elif choice is not None:
             logger.info(f"{label}: runs as written ({choice.why})")
         if unique_id:
@@ -251,11 +278,17 @@ class HiveoptAdapter(SparkAdapter):
             self._summary.add_result(label, result)
 
     def _optimize(
-        self, sql: str, label: str, config: OptimizerConfig, materialization: str, own_table: str | None = None
+        self,
+        sql: str,
+        label: str,
+        config: OptimizerConfig,
+        materialization: str,
+        own_table: str | None = None,
+        ask_task_slots: bool = False,
     ):
         """From the SQL alone first: a model no enabled rule could rewrite (no join, no subquery)
         costs no I/O and runs as written. Otherwise its inputs (catalog, statistics, fetched
-        values), then the pure optimizer."""
+        values, the server's task slots when nothing sets them), then the pure optimizer."""
         if not any(config.rule_enabled(name) for name in RULE_NAMES):
             return optimize(sql, OptimizerContext(config=config, model=label)), {}
         try:
@@ -265,6 +298,8 @@ class HiveoptAdapter(SparkAdapter):
         if not needs_statistics(parsed, config, materialization):
             view_join = materialization in STORED_DEFINITIONS and parsed.find(exp.Join) is not None
             return pass_through(sql, NOTHING_TO_REWRITE_IN_A_VIEW if view_join else NOTHING_TO_REWRITE), {}
+        if ask_task_slots:
+            config.task_slots = self._server_task_slots() or config.task_slots
         if not bool(self._stats_settings().get("auto_gather", True)):
             auto, why_not = False, "automatic gathering is off"
         elif materialization in STORED_DEFINITIONS:
@@ -282,32 +317,44 @@ class HiveoptAdapter(SparkAdapter):
         ), inputs.gathering  # one parse and one qualification per model
 
     def _run_bounded(self, sql: str, deadline: float) -> list[tuple]:
-        """A query on the session's SparkSession, cancelled at the deadline (its Spark jobs run in
-        a job group a timer cancels). Other connection methods cannot cancel: no fetch there."""
-        if getattr(self.config.credentials, "method", None) != SparkConnectionMethod.SESSION:
-            raise RuntimeError("a bounded value fetch needs the session method")
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
-        remaining = deadline - time.perf_counter()
-        if remaining <= 0:
-            raise TimeoutError("no time left")
-        context = spark.sparkContext
-        group = f"hiveopt-fetch-{threading.get_ident()}-{time.perf_counter_ns()}"
-        timer = threading.Timer(remaining, context.cancelJobGroup, args=(group,))
-        context.setJobGroup(group, "hiveopt: small-side key values", interruptOnCancel=True)
-        timer.start()
+        """A statement on this thread's connection, cancelled on Spark at the deadline (raises
+        TimeoutError): session, Thrift and Connect each cancel their own way
+        (bounded_statements.py, spark_connect.py). ODBC cannot: no fetch there."""
+        handle = self.connections.get_thread_connection().handle
+        run = getattr(handle, "run_bounded", None)
+        if run is None:
+            method = getattr(self.config.credentials, "method", "this")
+            raise RuntimeError(f"the {method} connection cannot cancel a statement at a deadline")
+        started = time.perf_counter()
         try:
-            return [tuple(row) for row in spark.sql(sql).collect()]
-        except Exception as error:
-            if time.perf_counter() >= deadline:
-                raise TimeoutError(f"timed out after {remaining:.1f}s") from error
-            raise
+            return run(sql, deadline)
         finally:
-            timer.cancel()
-            context.setLocalProperty("spark.jobGroup.id", None)
-            context.setLocalProperty("spark.job.description", None)
-            context.setLocalProperty("spark.job.interruptOnCancel", None)
+            logger.debug(f"I/O {time.perf_counter() - started:.3f}s (bounded): {sql[:120]}")
+
+    def _verify(self, sql: str, optimized: str, label: str, config: OptimizerConfig) -> None:
+        """verify mode: original and optimized compared on Spark, within verify_timeout_seconds;
+        a comparison cancelled at its deadline leaves the model unverified, with a warning."""
+        deadline = time.perf_counter() + config.verify_timeout_seconds
+        try:
+            verify_equal(lambda text: self._run_bounded(text, deadline), sql, optimized, label)
+        except TimeoutError as error:
+            logger.warning(
+                f"{label}: hiveopt verify: not compared ({error}; verify_timeout_seconds is "
+                f"{config.verify_timeout_seconds:g}): the build goes on unverified"
+            )
+
+    def _server_task_slots(self) -> int | None:
+        """Tasks the server's application runs at once, asked of the cluster once per invocation
+        (its executors' total cores: connections.TASK_SLOTS_SQL); None if it cannot say."""
+        with self._task_slots_lock:  # not the inputs' lock: other threads go on meanwhile
+            if self._task_slots is None:
+                try:
+                    ((slots,),) = self._run_sql(TASK_SLOTS_SQL)
+                    self._task_slots = int(slots) or 0
+                except Exception as error:
+                    logger.debug(f"hiveopt: task slots not read from the server ({first_line(error)})")
+                    self._task_slots = 0
+            return self._task_slots or None
 
     def cleanup_connections(self) -> None:
         """dbt calls this once at the end of an invocation: the optimizer's one closing line."""

@@ -1,114 +1,75 @@
-"""Start and stop a local Spark Thrift server from the pyspark package (for tests and trying
-`method: thrift` on one machine): HiveThriftServer2 on a free loopback port, with its own
-warehouse and Derby metastore folder, stopped by pid.
+"""One SQL server JVM in local mode (no cluster), from the pyspark package: Thrift and Spark Connect
+on free loopback ports, its own warehouse and Derby metastore, stopped by pid. For a cluster of
+several processes use `hiveopt cluster up` (local_cluster.py).
 
-    python -m dbt.adapters.hiveopt.thrift_server /tmp/thrift-home   # prints the port, Ctrl-C stops
+    python -m dbt.adapters.hiveopt.thrift_server /tmp/thrift-home   # progress, then the ports;
+                                                                   # Ctrl-C or SIGTERM stops it
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
 import sys
-import time
 from dataclasses import dataclass
 
-THRIFT_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
-STARTUP_TIMEOUT_SECONDS = 180
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _spark_home() -> str:
-    import pyspark
-
-    return os.path.dirname(pyspark.__file__)
+from dbt.adapters.hiveopt.local_cluster import SERVER_START_TIMEOUT_SECONDS, ClusterSpec, daemon_env, sql_server_command
+from dbt.adapters.hiveopt.processes import Daemon, Progress, free_port, listening, start_daemon, wait_until
 
 
 @dataclass
 class ThriftServer:
     home: str
     port: int
-    process: subprocess.Popen
-    log_path: str
+    connect_port: int
+    daemon: Daemon
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=30)
+        self.daemon.stop()
 
     def log_tail(self, lines: int = 40) -> str:
-        with open(self.log_path, errors="replace") as handle:
-            return "".join(handle.readlines()[-lines:])
+        return self.daemon.log_tail(lines)
 
 
-def _listening(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(1)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
-def start(home: str, port: int | None = None, cores: int = 2, memory: str = "2g") -> ThriftServer:
+def start(
+    home: str, port: int | None = None, cores: int = 2, memory: str = "2g", progress: Progress = lambda line: None
+) -> ThriftServer:
     os.makedirs(home, exist_ok=True)
-    port = port or free_port()
-    spark_home = _spark_home()
-    log_path = os.path.join(home, "thriftserver.log")
-    command = [
-        os.path.join(spark_home, "bin", "spark-submit"),
-        "--class",
-        THRIFT_CLASS,
-        "--name",
-        "hiveopt-thrift",
-        "--master",
-        f"local[{cores}]",
-        "--driver-memory",
-        memory,
-        "--driver-java-options",
-        f"-Dderby.system.home={home}",
-        "--conf",
-        f"spark.sql.warehouse.dir={os.path.join(home, 'warehouse')}",
-        "--conf",
-        "spark.hadoop.javax.jdo.option.ConnectionURL=jdbc:derby:;"
-        f"databaseName={os.path.join(home, 'metastore_db')};create=true",
-        "--conf",
-        "spark.ui.enabled=false",
-        "--conf",
-        "spark.sql.shuffle.partitions=4",
-        "spark-internal",
-        "--hiveconf",
-        f"hive.server2.thrift.port={port}",
-        "--hiveconf",
-        "hive.server2.thrift.bind.host=127.0.0.1",
-    ]
-    env = {**os.environ, "SPARK_HOME": spark_home, "SPARK_LOCAL_IP": "127.0.0.1"}
-    log = open(log_path, "w")
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=home, env=env, start_new_session=True)
-    server = ThriftServer(home, port, process, log_path)
-    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"Thrift server exited with {process.returncode}:\n{server.log_tail()}")
-        if _listening(port):
-            return server
-        time.sleep(1)
-    server.stop()
-    raise RuntimeError(f"Thrift server did not listen on {port} in {STARTUP_TIMEOUT_SECONDS}s:\n{server.log_tail()}")
+    spec = ClusterSpec(home, thrift_port=port or free_port(), connect_port=free_port(), driver_memory=memory)
+    daemon = start_daemon("sql-server", sql_server_command(spec, f"local[{cores}]", home),
+                          os.path.join(home, "thriftserver.log"), home, home, daemon_env(spec))  # fmt: skip
+    server = ThriftServer(home, spec.thrift_port, spec.connect_port, daemon)
+    try:
+        wait_until(daemon, lambda: listening(spec.thrift_port) and listening(spec.connect_port),
+                   "its Thrift and Connect ports", SERVER_START_TIMEOUT_SECONDS, progress)  # fmt: skip
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def main() -> None:
+    home = sys.argv[1] if len(sys.argv) > 1 else os.path.abspath(".hiveopt-thrift")
+    print(f"starting a Spark SQL server (local mode), log {os.path.join(home, 'thriftserver.log')}", flush=True)
+    server = start(home, progress=lambda line: print(line, flush=True))
+
+    def stop(signum: int, frame: object) -> None:
+        server.stop()  # the JVM runs in a process group of its own: stop it, then go
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    print(
+        f"Thrift 127.0.0.1:{server.port}, Spark Connect 127.0.0.1:{server.connect_port} (pid {server.daemon.pid}); "
+        "Ctrl-C or SIGTERM stops it",
+        flush=True,
+    )
+    try:
+        os.waitpid(server.daemon.pid, 0)  # until the JVM ends, or a signal stops us (and it)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
 
 
 if __name__ == "__main__":
-    server = start(sys.argv[1] if len(sys.argv) > 1 else os.path.abspath(".hiveopt-thrift"))
-    print(f"Spark Thrift server listening on 127.0.0.1:{server.port} (pid {server.process.pid}); Ctrl-C stops it")
-    try:
-        server.process.wait()
-    except KeyboardInterrupt:
-        server.stop()
+    main()

@@ -37,6 +37,9 @@ DEFAULT_PRUNE_MAX_VALUES = 1000
 # The pre-pass that fetches the small side's key values gives up after this long (then the rule
 # skips, with the reason in its record).
 DEFAULT_PRUNE_FETCH_TIMEOUT_SECONDS = 20.0
+# verify mode's comparison of the original and the optimized query is cancelled after this long
+# (the model then builds unverified, with a warning): a verify never holds a build for good.
+DEFAULT_VERIFY_TIMEOUT_SECONDS = 600.0
 # A big side under this size is read quickly anyway: not worth a fetch query.
 DEFAULT_PRUNE_MIN_BIG_BYTES = 64 * 1024 * 1024
 
@@ -49,6 +52,7 @@ class ConfigError(ValueError):
 class OptimizerConfig:
     enabled: bool = True
     verify: bool = False
+    verify_timeout_seconds: float = DEFAULT_VERIFY_TIMEOUT_SECONDS
     rules: dict[str, bool] = field(default_factory=dict)
     broadcast_threshold_bytes: int = DEFAULT_BROADCAST_THRESHOLD_BYTES
     # Spark's spark.sql.autoBroadcastJoinThreshold where the models run: a side Spark itself sizes
@@ -66,9 +70,9 @@ class OptimizerConfig:
     prune_max_values: int = DEFAULT_PRUNE_MAX_VALUES
     prune_fetch_timeout_seconds: float = DEFAULT_PRUNE_FETCH_TIMEOUT_SECONDS
     prune_min_big_bytes: int = DEFAULT_PRUNE_MIN_BIG_BYTES
-    # Fetch the small side's key values before a build (session connections only: the fetch is
-    # bounded in time there). Off, the rule writes semi-join filters where they win, as it does on
-    # Thrift and Connect connections.
+    # Fetch the small side's key values before a build (bounded in time, cancelled on Spark at
+    # prune_fetch_timeout_seconds: session, Thrift and Connect connections). Off, the rule writes
+    # semi-join filters where they win, as it does where a fetch failed or timed out.
     prune_fetch_values: bool = True
     # {"db.table": ["column", ...]}: tables whose files are written sorted (or clustered) by these
     # columns, so a literal key list lets the Parquet reader skip row groups. On any other table
@@ -178,6 +182,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "skew_key_min_share": _share,
     "prune_max_values": _number(int, 1),
     "prune_fetch_timeout_seconds": _positive,
+    "verify_timeout_seconds": _positive,
     "prune_min_big_bytes": _number(int, 0),
 }
 

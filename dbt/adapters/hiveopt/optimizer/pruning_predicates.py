@@ -21,9 +21,7 @@ from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
 # A BETWEEN (too many values for a list) must cover at most this fraction of the key's min..max.
 MAX_RANGE_FRACTION = 0.5
 
-NOT_FETCHED = (
-    "the small side's values were not fetched (no session connection, prune_fetch_values off, or another build)"
-)
+NOT_FETCHED = "the small side's values were not fetched (an ODBC connection, prune_fetch_values off, or another build)"
 
 
 @dataclass(frozen=True)
@@ -105,7 +103,7 @@ def _value_range(
 
 def semi_join_filter(candidate: PruneCandidate, why: str) -> PrunePredicate | Skip:
     """`key IN (SELECT /*+ BROADCAST(small) */ small.key FROM small WHERE its filters)` where no
-    literals can be written (values not fetched: no session, a timeout; too many for a list or a
+    literals can be written (values not fetched: a timeout, a failed fetch; too many for a list or a
     range), or a Skip. Measured (bench/pruning.py, 30M-row fact): below an aggregate by the key it
     wins (19 s -> 1.6 s sorted, 2.5 s unsorted), as the aggregate reads only matching rows; where
     the big side is read as is it lost (0.77-0.94x): the join already filters it, Spark's DPP

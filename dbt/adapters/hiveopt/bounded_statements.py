@@ -1,0 +1,120 @@
+"""Statements with a deadline, on each connection method: the partition-pruning value fetch and
+`verify` run through `handle.run_bounded(sql, deadline) -> rows`, which returns the rows or raises
+TimeoutError once `deadline` (a time.perf_counter() value) has passed, having cancelled the work
+on Spark. Each method cancels its own way:
+
+- session: the statement's Spark jobs run in a job group of their own; a timer cancels the group;
+- Thrift (and HTTP): the statement runs asynchronously, is polled, and its operation is cancelled
+  at the deadline (Spark's Thrift server then cancels its job group);
+- Connect: an operation tag and an interrupt (spark_connect.run_bounded_on_connect).
+
+dbt-spark's session and PyHive wrappers gain `run_bounded` by subclassing; ODBC has no way to
+cancel a statement from its own thread here, so it has none and gets no fetch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from dbt.adapters.spark.connections import PyhiveConnectionWrapper
+from dbt.adapters.spark.session import SessionConnectionWrapper
+
+# The first polls come quickly (a key fetch often takes a fraction of a second), then ease off.
+FIRST_POLL_SECONDS = 0.05
+MAX_POLL_SECONDS = 0.5
+
+
+def _remaining(deadline: float) -> float:
+    remaining = deadline - time.perf_counter()
+    if remaining <= 0:
+        raise TimeoutError("no time left")
+    return remaining
+
+
+def run_bounded_on_session(spark: Any, sql: str, deadline: float) -> list[tuple]:
+    """On an embedded SparkSession: the statement's jobs in a job group a timer cancels."""
+    remaining = _remaining(deadline)
+    context = spark.sparkContext
+    group = f"hiveopt-bounded-{threading.get_ident()}-{time.perf_counter_ns()}"
+    timer = threading.Timer(remaining, context.cancelJobGroup, args=(group,))
+    context.setJobGroup(group, "hiveopt: a bounded statement", interruptOnCancel=True)
+    timer.start()
+    try:
+        return [tuple(row) for row in spark.sql(sql).collect()]
+    except Exception as error:
+        if time.perf_counter() >= deadline:
+            raise TimeoutError(f"cancelled after {remaining:.1f}s") from error
+        raise
+    finally:
+        timer.cancel()
+        context.setLocalProperty("spark.jobGroup.id", None)
+        context.setLocalProperty("spark.job.description", None)
+        context.setLocalProperty("spark.job.interruptOnCancel", None)
+
+
+def run_bounded_on_thrift(hive_connection: Any, sql: str, deadline: float) -> list[tuple]:
+    """On a PyHive connection: an asynchronous statement on a cursor of its own, polled, and its
+    operation cancelled at the deadline. The cancel call returns once the server has cancelled
+    it (a few seconds on a busy server), so the connection is free again when this raises."""
+    from dbt_common.exceptions import DbtDatabaseError
+    from TCLIService.ttypes import TOperationState
+
+    remaining = _remaining(deadline)
+    cursor = hive_connection.cursor()
+    try:
+        cursor.execute(sql, async_=True)
+        pause = FIRST_POLL_SECONDS
+        while True:
+            status = cursor.poll()
+            if status.operationState not in (
+                TOperationState.INITIALIZED_STATE,
+                TOperationState.PENDING_STATE,
+                TOperationState.RUNNING_STATE,
+            ):
+                break
+            if time.perf_counter() >= deadline:
+                cursor.cancel()
+                raise TimeoutError(f"cancelled after {remaining:.1f}s")
+            time.sleep(min(pause, max(deadline - time.perf_counter(), 0.0)))
+            pause = min(pause * 2, MAX_POLL_SECONDS)
+        if status.errorMessage:
+            raise DbtDatabaseError(status.errorMessage)
+        if status.operationState != TOperationState.FINISHED_STATE:
+            state = TOperationState._VALUES_TO_NAMES.get(status.operationState, status.operationState)
+            raise DbtDatabaseError(f"statement ended in state {state}")
+        return [tuple(row) for row in cursor.fetchall()]
+    finally:
+        try:
+            cursor.close()
+        except Exception:
+            pass
+
+
+class BoundedSessionWrapper(SessionConnectionWrapper):
+    def run_bounded(self, sql: str, deadline: float) -> list[tuple]:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+        return run_bounded_on_session(spark, sql, deadline)
+
+
+class BoundedPyhiveWrapper(PyhiveConnectionWrapper):
+    def run_bounded(self, sql: str, deadline: float) -> list[tuple]:
+        return run_bounded_on_thrift(self.handle, sql, deadline)
+
+
+def with_bounded_statements(handle: Any) -> Any:
+    """dbt-spark's wrapper for a connection, as the subclass that can also run bounded statements
+    (the same connection: nothing is reopened). Other wrappers are returned as they are."""
+    if type(handle) is SessionConnectionWrapper:
+        return BoundedSessionWrapper(handle.handle)
+    if type(handle) is PyhiveConnectionWrapper:
+        return BoundedPyhiveWrapper(
+            handle.handle,
+            poll_interval=handle.poll_interval,
+            query_timeout=handle.query_timeout,
+            query_retries=handle.query_retries,
+        )
+    return handle
