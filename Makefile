@@ -8,7 +8,7 @@ TPCH_DIR := $(CURDIR)/data/tpch-$(TPCH_SCALE)
 export HIVEOPT_TPCH_DIR := $(TPCH_DIR)
 PYTEST_ARGS ?=
 
-.PHONY: install data demo lint test browser bench bench-project calibrate fuzz clean
+.PHONY: install data demo lint test test-all browser bench bench-project calibrate fuzz clean
 
 # A regular (not editable) install: dbt finds adapters by listing dbt/adapters/*/ in
 # site-packages (`dbt init`, `dbt --version`), which an editable install does not populate.
@@ -44,6 +44,11 @@ lint: install
 
 test: data lint browser
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# Everything `make test` runs, and the slow matrix: every dbt conformance class on Thrift and on
+# Spark Connect too (marked `matrix`; about twenty minutes more on two cores).
+test-all: data lint browser
+	$(BIN)/pytest -m "matrix or not matrix" $(PYTEST_ARGS)
 
 # The HTML report's test opens the report in Debian's Chromium (browsers that download themselves
 # cannot be fetched here); installed when missing.

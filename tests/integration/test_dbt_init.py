@@ -52,3 +52,36 @@ def test_dbt_init_writes_a_session_profile_and_the_project_runs_with_a_clean_git
     status = subprocess.run(["git", "status", "--porcelain"], cwd=project, text=True, capture_output=True, check=True)
     assert ".hiveopt-spark" not in status.stdout, status.stdout
     assert "models/" in status.stdout  # the project's own files are untracked, as after any dbt init
+
+
+@pytest.mark.connect
+def test_dbt_init_offers_spark_connect_and_dbt_debug_checks_it(tmp_path, connect_server):
+    dbt = os.path.join(os.path.dirname(sys.executable), "dbt")
+    from dbt.version import _get_adapter_plugin_names
+
+    # Answers: the adapter, the connection method (3: connect), host, port, schema, threads.
+    number = list(_get_adapter_plugin_names()).index("hiveopt") + 1
+    env = {**os.environ, "DBT_PROFILES_DIR": str(tmp_path)}
+    result = subprocess.run(
+        [dbt, "init", "connect_project"],
+        cwd=tmp_path,
+        env=env,
+        text=True,
+        capture_output=True,
+        input=f"{number}\n3\n127.0.0.1\n{connect_server.port}\nanalytics\n\n",
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[3] connect" in result.stdout, result.stdout
+    profile = yaml.safe_load((tmp_path / "profiles.yml").read_text())["connect_project"]["outputs"]["dev"]
+    assert {key: profile[key] for key in ("type", "method", "host", "port", "schema")} == {
+        "type": "hiveopt",
+        "method": "connect",
+        "host": "127.0.0.1",
+        "port": connect_server.port,
+        "schema": "analytics",
+    }
+    debug = subprocess.run(
+        [dbt, "debug"], cwd=tmp_path / "connect_project", env=env, text=True, capture_output=True, timeout=180
+    )
+    assert debug.returncode == 0 and "OK connection ok" in debug.stdout, debug.stdout + debug.stderr

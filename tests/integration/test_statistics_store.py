@@ -1,7 +1,7 @@
 """The statistics store under dbt's threads and under faults, through real dbt runs.
 
-- `threads: 8`, 16 models reading 4 sources for the first time, on the session and on a Spark
-  Thrift server: no error, no model unoptimized for it, one full gathering per table;
+- `threads: 8`, 16 models reading 4 sources for the first time, on the session, over Thrift and
+  over Spark Connect to the test cluster: no error, no model unoptimized for it, one full gathering per table;
 - a store row that does not parse costs that table's statistics only (gathered again), with one
   warning naming the table; a store that cannot be written keeps the run's statistics in memory;
 - a fallback rewrites the model's record (the SQL that ran, and why);
@@ -226,6 +226,34 @@ def test_threads_on_a_thrift_server(thrift_server, tmp_path):
         cursor = connection.cursor()
         cursor.execute("SELECT table_name, COUNT(*) AS n FROM stt_stats.table_statistics GROUP BY table_name")
         assert dict(cursor.fetchall()) == {f"stt_src.{s}": 1 for s in SOURCES}
+
+
+@pytest.mark.connect
+def test_threads_over_spark_connect(connect_server, tmp_path):
+    """Eight threads, eight Spark Connect sessions on the server, one statistics store."""
+    from dbt.adapters.hiveopt.spark_connect import open_session
+
+    threads_project(
+        tmp_path,
+        "stc_src",
+        "stc_stats",
+        f"""
+        type: hiveopt
+        method: connect
+        host: 127.0.0.1
+        port: {connect_server.port}
+        schema: stc
+        """,
+    )
+    events = Events()
+    result = run(tmp_path, "run", events=events)
+    check_threads_run(result, events, tmp_path, "stc_src")
+    session = open_session("127.0.0.1", connect_server.port, None, False, {})
+    try:
+        stored = session.sql("SELECT table_name, COUNT(*) AS n FROM stc_stats.table_statistics GROUP BY table_name")
+        assert {row.table_name: row.n for row in stored.collect()} == {f"stc_src.{s}": 1 for s in SOURCES}
+    finally:
+        session.stop()
 
 
 # -- faults and untrusted values, on the session -------------------------------------------------

@@ -22,6 +22,7 @@ MODULES = sorted(name for _, name, _ in pkgutil.walk_packages(optimizer.__path__
     "dbt.adapters.hiveopt.spark_connect",
     "dbt.adapters.hiveopt.local_cluster",
     "dbt.adapters.hiveopt.processes",
+    "dbt.adapters.hiveopt.verify",
 ]
 
 

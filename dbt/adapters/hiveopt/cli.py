@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 from typing import Any
 
@@ -238,11 +239,23 @@ def cluster(args: argparse.Namespace) -> int:
         thrift_port=args.thrift_port,
         connect_port=args.connect_port,
     )
+
+    def interrupted(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    # A SIGTERM while the JVMs start stops what was started (each runs in a group of its own and
+    # would outlive this process otherwise), as Ctrl-C does.
+    previous = signal.signal(signal.SIGTERM, interrupted)
     try:
         running = local_cluster.up(spec, progress=lambda line: print(line, flush=True))
-    except (RuntimeError, KeyboardInterrupt) as error:
-        print(f"hiveopt cluster up: {error or 'interrupted'}", file=sys.stderr)
+    except RuntimeError as error:
+        print(f"hiveopt cluster up: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt as error:
+        print(f"hiveopt cluster up: interrupted ({error or 'Ctrl-C'}); what it had started is stopped", file=sys.stderr)
+        return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print("\nProfile outputs for this cluster (paste them under your profile's `outputs:`):\n")
     print(local_cluster.profile_outputs(running.spec))
     print(f"\n`hiveopt cluster status --state-dir {state_dir}` says what runs; `hiveopt cluster down "

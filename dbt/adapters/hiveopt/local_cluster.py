@@ -223,6 +223,7 @@ def up(spec: ClusterSpec, progress: Progress = print) -> Cluster:
     for name in ("master_port", "ui_port", "thrift_port", "connect_port"):
         if listening(getattr(spec, name)):
             raise RuntimeError(f"port {getattr(spec, name)} ({name}) is taken: choose another")
+    _make_state_dir(spec.state_dir)
     cluster = Cluster(spec)
     env = daemon_env(spec)
     logs = os.path.join(spec.state_dir, "logs")
@@ -258,14 +259,14 @@ def up(spec: ClusterSpec, progress: Progress = print) -> Cluster:
             progress(f"  {worker.name} registered in {seconds:.1f} s")
         home = os.path.join(spec.state_dir, "server")
         os.makedirs(home, exist_ok=True)
-        progress(
-            f"starting the SQL server on the cluster: Thrift {HOST}:{spec.thrift_port}, Spark Connect "
-            f"{HOST}:{spec.connect_port} (its first start creates the metastore: about a minute)"
-        )
         server = start_daemon("sql-server", sql_server_command(spec, spec.master_url, home),
                               os.path.join(logs, "sql-server.log"), spec.state_dir, home, env)  # fmt: skip
         cluster.daemons.append(server)
         cluster.save()
+        progress(
+            f"starting the SQL server on the cluster (pid {server.pid}): Thrift {HOST}:{spec.thrift_port}, Spark "
+            f"Connect {HOST}:{spec.connect_port} (its first start creates the metastore: up to a minute)"
+        )
         seconds = wait_until(
             server,
             lambda: listening(spec.connect_port) and listening(spec.thrift_port),
@@ -282,6 +283,15 @@ def up(spec: ClusterSpec, progress: Progress = print) -> Cluster:
         raise
     progress(f"cluster up in {time.monotonic() - started:.0f} s; state and logs in {spec.state_dir}")
     return cluster
+
+
+def _make_state_dir(state_dir: str) -> None:
+    """The state folder, ignored by git from the inside (it may sit in a project's folder)."""
+    os.makedirs(state_dir, exist_ok=True)
+    ignore = os.path.join(state_dir, ".gitignore")
+    if not os.path.exists(ignore):
+        with open(ignore, "w") as handle:
+            handle.write("# written by hiveopt cluster: pids, logs, warehouse and metastore of a local cluster\n*\n")
 
 
 def _defaults_file(spec: ClusterSpec) -> str:

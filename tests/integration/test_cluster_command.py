@@ -1,0 +1,95 @@
+"""`hiveopt cluster up|status|down` as a user runs it, in processes of their own: up prints its
+progress and the profile outputs, the printed Connect output answers `dbt debug`, status reports
+what runs, down stops every pid; a SIGTERM to `up` while the JVMs start leaves no JVM behind.
+
+A cluster of one worker (the suite's shared cluster has two) keeps this test's cost down."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from dbt.adapters.hiveopt.processes import running
+
+pytestmark = pytest.mark.integration
+
+HIVEOPT = os.path.join(os.path.dirname(sys.executable), "hiveopt")
+SMALL = ["--workers", "1", "--worker-memory", "1g", "--driver-memory", "1g"]
+FREE_PORTS = ["--master-port", "0", "--ui-port", "0", "--thrift-port", "0", "--connect-port", "0"]
+
+
+def _pids(state_dir):
+    with open(os.path.join(state_dir, "cluster.json")) as handle:
+        return {d["name"]: d["pid"] for d in json.load(handle)["daemons"]}
+
+
+def test_up_status_down(tmp_path):
+    state = str(tmp_path / "cluster")
+    up = subprocess.run(
+        [HIVEOPT, "cluster", "up", "--state-dir", state, *SMALL, *FREE_PORTS], capture_output=True, text=True,
+        timeout=400,
+    )  # fmt: skip
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        pids = _pids(state)
+        print(up.stdout)
+        assert set(pids) == {"master", "worker-1", "sql-server"}
+        assert "master ready in" in up.stdout and "worker-1 registered in" in up.stdout
+        assert "SQL server ready in" in up.stdout and "executor cores: 1" in up.stdout
+        outputs = yaml.safe_load(up.stdout.split("under your profile's `outputs:`):", 1)[1].split("\n`hiveopt")[0])
+        assert outputs["connect"]["method"] == "connect" and outputs["thrift"]["method"] == "thrift"
+
+        # The printed Connect output, pasted into a profile, passes dbt debug.
+        project = tmp_path / "project"
+        project.mkdir()
+        (project / "dbt_project.yml").write_text('name: p\nversion: "1.0"\nconfig-version: 2\nprofile: p\n')
+        profile = {"p": {"target": "connect", "outputs": outputs}}
+        (project / "profiles.yml").write_text(yaml.safe_dump(profile))
+        dbt = os.path.join(os.path.dirname(sys.executable), "dbt")
+        debug = subprocess.run(
+            [dbt, "debug", "--project-dir", str(project), "--profiles-dir", str(project)],
+            capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        assert debug.returncode == 0 and "OK connection ok" in debug.stdout, debug.stdout
+
+        status = subprocess.run([HIVEOPT, "cluster", "status", "--state-dir", state], capture_output=True, text=True)
+        assert status.returncode == 0 and "NOT running" not in status.stdout, status.stdout
+        assert "1 workers alive" in status.stdout and "hiveopt-sql-server (1 cores)" in status.stdout
+        assert f"connect 127.0.0.1:{outputs['connect']['port']}  listening" in status.stdout
+    finally:
+        down = subprocess.run([HIVEOPT, "cluster", "down", "--state-dir", state], capture_output=True, text=True)
+    assert down.returncode == 0 and "stopped 3 processes" in down.stdout, down.stdout
+    assert not [name for name, pid in pids.items() if running(pid)]
+    assert not os.path.exists(os.path.join(state, "cluster.json"))
+
+
+def test_sigterm_while_starting_stops_what_was_started(tmp_path):
+    state = str(tmp_path / "cluster")
+    process = subprocess.Popen(
+        [HIVEOPT, "cluster", "up", "--state-dir", state, *SMALL, *FREE_PORTS],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    lines = []
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("starting the SQL server"):
+                break
+        pids = _pids(state)  # master, the worker and the SQL server (still starting)
+        assert len(pids) == 3, lines
+        process.send_signal(signal.SIGTERM)
+        rest, _ = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 1
+    assert "stopping what was started" in rest and "interrupted" in rest, rest
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and [pid for pid in pids.values() if running(pid)]:
+        time.sleep(0.5)
+    assert not [name for name, pid in pids.items() if running(pid)], pids

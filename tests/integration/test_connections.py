@@ -1,0 +1,220 @@
+"""The connection methods on the test cluster's SQL server (tests/conftest.py: spark_cluster):
+
+- `dbt debug` checks a Spark Connect profile, and names a server that does not answer in a few
+  seconds, without a gRPC dump; a model's SQL error reaches the user as the server's message;
+- seeds with quotes, backslashes and empty cells load as written over Connect (bound parameters);
+- a bounded statement is cancelled on Spark at its deadline over Thrift and over Connect, and the
+  connection serves the next statement;
+- partition pruning with values fetched over Connect: the rule fires with an IN-list, the model's
+  rows equal the SQL as written (verify mode, itself bounded), and a verify past its deadline
+  leaves the model unverified with a warning.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from helpers.dbt_run import Events, run_dbt
+
+from dbt.adapters.hiveopt.processes import free_port
+
+pytestmark = [pytest.mark.integration, pytest.mark.connect]
+
+SLOW = "SELECT COUNT(DISTINCT a.id + b.id) AS n FROM range(200000) a CROSS JOIN range(200000) b"
+
+
+def _write(root, files):
+    for path, text in files.items():
+        os.makedirs(os.path.dirname(root / path), exist_ok=True)
+        (root / path).write_text(textwrap.dedent(text).lstrip())
+
+
+def _project(root, output, files=()):
+    """A dbt project named `conn` whose one profile output is `output` (YAML lines)."""
+    lines = "\n".join("      " + line for line in textwrap.dedent(output).strip().splitlines())
+    _write(
+        root,
+        {
+            "dbt_project.yml": 'name: conn\nversion: "1.0"\nconfig-version: 2\nprofile: conn\n'
+            "models:\n  conn:\n    +materialized: table\n",
+            "profiles.yml": f"conn:\n  target: dev\n  outputs:\n    dev:\n{lines}\n",
+            **dict(files),
+        },
+    )
+
+
+def _dbt(root, *args, events=None):
+    return run_dbt([*args, "--project-dir", str(root), "--profiles-dir", str(root)], events)
+
+
+def _dbt_process(root, *args, timeout=180):
+    """dbt in a process of its own: what a user's terminal shows."""
+    dbt = os.path.join(os.path.dirname(sys.executable), "dbt")
+    command = [dbt, "--no-use-colors", *args, "--project-dir", str(root), "--profiles-dir", str(root)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+
+def test_dbt_debug_checks_a_connect_profile(connect_server, tmp_path):
+    _project(tmp_path, f"type: hiveopt\nmethod: connect\nhost: 127.0.0.1\nport: {connect_server.port}\nschema: conn")
+    result = _dbt_process(tmp_path, "debug")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "method: connect" in result.stdout and "Connection test: [OK connection ok]" in result.stdout
+
+
+def test_a_server_that_does_not_answer_is_named_without_a_grpc_dump(tmp_path):
+    port = free_port()  # nothing listens there
+    _project(tmp_path, f"type: hiveopt\nmethod: connect\nhost: 127.0.0.1\nport: {port}\nschema: conn")
+    started = time.perf_counter()
+    result = _dbt_process(tmp_path, "debug")
+    seconds = time.perf_counter() - started
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert f"Spark Connect server at 127.0.0.1:{port}:" in output, output
+    assert "UNAVAILABLE" in output and "debug_error_string" not in output and "_MultiThreadedRendezvous" not in output
+    assert seconds < 60, seconds  # the client's own retries would wait ten minutes
+
+
+def test_a_model_error_is_the_servers_message(connect_server, tmp_path):
+    _project(
+        tmp_path,
+        f"type: hiveopt\nmethod: connect\nhost: 127.0.0.1\nport: {connect_server.port}\nschema: conn_err",
+        {"models/broken.sql": "select * from conn_err.no_such_table"},
+    )
+    result = _dbt(tmp_path, "run")
+    (node,) = result.result.results
+    assert str(node.status) == "error"
+    assert "TABLE_OR_VIEW_NOT_FOUND" in node.message and "no_such_table" in node.message, node.message
+    assert "JVM stacktrace" not in node.message and "grpc" not in node.message.lower(), node.message
+
+
+def test_seed_values_are_bound_not_spliced_over_connect(connect_server, tmp_path):
+    from dbt.adapters.hiveopt.spark_connect import open_session
+
+    _project(
+        tmp_path,
+        f"type: hiveopt\nmethod: connect\nhost: 127.0.0.1\nport: {connect_server.port}\nschema: conn_seed",
+        {"seeds/odd.csv": 'id,text\n1,it\'s\n2,back\\slash\n3,\n4,"a, b"\n5,%s\n'},
+    )
+    result = _dbt(tmp_path, "seed")
+    assert result.success, [(r.node.name, r.message) for r in result.result.results]
+    session = open_session("127.0.0.1", connect_server.port, None, False, {})
+    try:
+        rows = sorted(tuple(r) for r in session.sql("SELECT id, text FROM conn_seed.odd").collect())
+    finally:
+        session.stop()
+    assert rows == [(1, "it's"), (2, "back\\slash"), (3, None), (4, "a, b"), (5, "%s")]
+
+
+def _cancelled_in_server_log(spark_cluster, before):
+    """Lines the SQL server logged about cancelled or interrupted work since `before` (a size)."""
+    log = next(d for d in spark_cluster.daemons if d.name == "sql-server").log
+    with open(log, errors="replace") as handle:
+        handle.seek(before)
+        return [line for line in handle.read().splitlines() if "cancel" in line.lower() or "interrupt" in line.lower()]
+
+
+def _log_size(spark_cluster):
+    return os.path.getsize(next(d for d in spark_cluster.daemons if d.name == "sql-server").log)
+
+
+@pytest.mark.thrift
+def test_a_bounded_statement_is_cancelled_at_its_deadline_over_thrift(spark_cluster, thrift_server):
+    from pyhive import hive
+
+    from dbt.adapters.hiveopt.bounded_statements import run_bounded_on_thrift
+
+    before = _log_size(spark_cluster)
+    with hive.connect(host=thrift_server.host, port=thrift_server.port, username="dbt") as connection:
+        started = time.perf_counter()
+        with pytest.raises(TimeoutError):
+            run_bounded_on_thrift(connection, SLOW, started + 2.0)
+        seconds = time.perf_counter() - started
+        assert run_bounded_on_thrift(connection, "SELECT 41 + 1", time.perf_counter() + 60) == [(42,)]
+    print(f"thrift: cancelled {seconds:.1f} s after the start (deadline 2 s)")
+    assert seconds < 20, seconds
+    assert _cancelled_in_server_log(spark_cluster, before)
+
+
+def test_a_bounded_statement_is_cancelled_at_its_deadline_over_connect(spark_cluster, connect_server):
+    from dbt.adapters.hiveopt.spark_connect import open_session, run_bounded_on_connect
+
+    before = _log_size(spark_cluster)
+    session = open_session(connect_server.host, connect_server.port, None, False, {})
+    try:
+        started = time.perf_counter()
+        with pytest.raises(TimeoutError):
+            run_bounded_on_connect(session, SLOW, started + 2.0)
+        seconds = time.perf_counter() - started
+        assert run_bounded_on_connect(session, "SELECT 41 + 1", time.perf_counter() + 60) == [(42,)]
+    finally:
+        session.stop()
+    print(f"connect: interrupted {seconds:.1f} s after the start (deadline 2 s)")
+    assert seconds < 20, seconds
+    assert _cancelled_in_server_log(spark_cluster, before)
+
+
+PRUNING = {
+    # A fact aggregated by the key before the join: the aggregate reads only the keys the small
+    # side holds once the fetched values are injected (Spark's DPP does not reach below it).
+    "models/facts.sql": "select cast(id % 200 as int) as k, id as v from range(0, 400000)",
+    "models/dims.sql": """
+        select cast(id as int) as k, case when id % 20 = 0 then 'gold' else 'plain' end as tier
+        from range(0, 200)
+        """,
+    "models/gold_totals.sql": """
+        with per_key as (select k, sum(v) as total, count(*) as n from {{ ref('facts') }} group by k)
+        select p.k, p.total, p.n from per_key p join {{ ref('dims') }} d on p.k = d.k where d.tier = 'gold'
+        """,
+    "models/gold_totals_quick_verify.sql": """
+        {{ config(hiveopt={'verify_timeout_seconds': 0.001}) }}
+        with per_key as (select k, sum(v) as total, count(*) as n from {{ ref('facts') }} group by k)
+        select p.k, p.total, p.n from per_key p join {{ ref('dims') }} d on p.k = d.k where d.tier = 'gold'
+        """,
+}
+
+
+def test_pruning_with_values_fetched_over_connect(connect_server, tmp_path):
+    from dbt.adapters.hiveopt.spark_connect import open_session
+
+    _project(
+        tmp_path,
+        f"""
+        type: hiveopt
+        method: connect
+        host: 127.0.0.1
+        port: {connect_server.port}
+        schema: conn_prune
+        threads: 2
+        optimizer:
+          verify: true
+          prune_min_big_bytes: 0
+        """,
+        PRUNING,
+    )
+    events = Events()
+    result = _dbt(tmp_path, "run", events=events)
+    assert result.success, [(r.node.name, r.message) for r in result.result.results]
+    with open(tmp_path / "target" / "hiveopt" / "gold_totals.json") as handle:
+        record = json.load(handle)
+    (rule,) = [r for r in record["rules"] if r["rule"] == "prune_partitions_from_small_side"]
+    (fired,) = [d for d in rule["decisions"] if d["fired"]]
+    print("pruning decision (connect):", json.dumps(fired, indent=1))
+    assert "k IN (0, 20, 40" in fired["predicate"] and fired["fetch_seconds"] > 0, fired
+    assert "IN (0, 20, 40" in (tmp_path / "target" / "hiveopt" / "gold_totals.sql").read_text()
+    assert record["task_slots"]["from"] == "the server's cluster (its executors' cores)"
+    # verify ran over Connect (a difference would have failed the model); past its deadline the
+    # other model builds unverified, with a warning.
+    (warning,) = events.matching("gold_totals_quick_verify: hiveopt verify: not compared")
+    assert "verify_timeout_seconds is 0.001" in warning
+    assert not events.matching("gold_totals: hiveopt verify: not compared")
+    session = open_session("127.0.0.1", connect_server.port, None, False, {})
+    try:
+        built = sorted(tuple(r) for r in session.sql("SELECT k, total, n FROM conn_prune.gold_totals").collect())
+        written = sorted(tuple(r) for r in session.sql(record["original_sql"]).collect())
+    finally:
+        session.stop()
+    assert built == written and len(built) == 10
