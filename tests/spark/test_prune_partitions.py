@@ -4,7 +4,6 @@ the original's, with NULL keys, duplicate keys and string keys holding quotes an
 The executed plans show the literals reaching the scan (Parquet pushed filters, partition filters)."""
 
 from collections import Counter
-from types import SimpleNamespace
 
 import pytest
 from helpers.results import rows_of
