@@ -28,13 +28,18 @@ def _pids(state_dir):
         return {d["name"]: d["pid"] for d in json.load(handle)["daemons"]}
 
 
+def _down(state_dir):
+    return subprocess.run([HIVEOPT, "cluster", "down", "--state-dir", state_dir], capture_output=True, text=True)
+
+
 def test_up_status_down(tmp_path):
     state = str(tmp_path / "cluster")
-    up = subprocess.run(
-        [HIVEOPT, "cluster", "up", "--state-dir", state, *SMALL, *FREE_PORTS], capture_output=True, text=True,
-        timeout=400,
-    )  # fmt: skip
+    pids = {}
     try:
+        up = subprocess.run(
+            [HIVEOPT, "cluster", "up", "--state-dir", state, *SMALL, *FREE_PORTS], capture_output=True, text=True,
+            timeout=400,
+        )  # fmt: skip
         assert up.returncode == 0, up.stdout + up.stderr
         pids = _pids(state)
         print(up.stdout)
@@ -62,7 +67,7 @@ def test_up_status_down(tmp_path):
         assert "1 workers alive" in status.stdout and "hiveopt-sql-server (1 cores)" in status.stdout
         assert f"connect 127.0.0.1:{outputs['connect']['port']}  listening" in status.stdout
     finally:
-        down = subprocess.run([HIVEOPT, "cluster", "down", "--state-dir", state], capture_output=True, text=True)
+        down = _down(state)
     assert down.returncode == 0 and "stopped 3 processes" in down.stdout, down.stdout
     assert not [name for name, pid in pids.items() if running(pid)]
     assert not os.path.exists(os.path.join(state, "cluster.json"))
@@ -86,10 +91,36 @@ def test_sigterm_while_starting_stops_what_was_started(tmp_path):
         rest, _ = process.communicate(timeout=120)
     finally:
         if process.poll() is None:
-            process.kill()
+            process.terminate()
+            process.wait(timeout=120)
+        _down(state)  # whatever `up` left behind, should the test fail: stopped by pid
     assert process.returncode == 1
     assert "stopping what was started" in rest and "interrupted" in rest, rest
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and [pid for pid in pids.values() if running(pid)]:
         time.sleep(0.5)
     assert not [name for name, pid in pids.items() if running(pid)], pids
+
+
+def test_the_local_server_helper_stops_its_jvm_on_sigterm(tmp_path):
+    """`python -m dbt.adapters.hiveopt.thrift_server`: one SQL server JVM in local mode, in a
+    process group of its own; a SIGTERM to the Python wrapper stops the JVM too."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dbt.adapters.hiveopt.thrift_server", str(tmp_path / "server")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    lines, pid = [], None
+    try:
+        for line in process.stdout:
+            lines.append(line)
+            if line.startswith("Thrift 127.0.0.1:"):
+                pid = int(line.split("(pid ")[1].split(")")[0])
+                break
+        assert pid and running(pid), lines
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=30)
+    assert not running(pid), "the JVM outlived its wrapper"
