@@ -121,39 +121,35 @@ def _log_size(spark_cluster):
     return os.path.getsize(next(d for d in spark_cluster.daemons if d.name == "sql-server").log)
 
 
+def _open(method, port):
+    """A connection as dbt opens it for a `method` profile (HiveoptConnectionManager.open)."""
+    from dbt.adapters.contracts.connection import Connection
+
+    from dbt.adapters.hiveopt.connections import HiveoptConnectionManager, HiveoptCredentials
+
+    profile = {"method": method, "host": "127.0.0.1", "port": port, "schema": "conn_bounded", "user": "dbt"}
+    credentials = HiveoptCredentials.from_dict(profile)
+    return HiveoptConnectionManager.open(Connection(type="hiveopt", name="bounded", credentials=credentials))
+
+
 @pytest.mark.thrift
-def test_a_bounded_statement_is_cancelled_at_its_deadline_over_thrift(spark_cluster, thrift_server):
-    from pyhive import hive
-
-    from dbt.adapters.hiveopt.bounded_statements import run_bounded_on_thrift
-
+@pytest.mark.parametrize("method", ["thrift", "connect"])
+def test_a_bounded_statement_is_cancelled_at_its_deadline(spark_cluster, method):
+    """The adapter's bounded run on a connection dbt opened: cancelled on Spark at a 2 s deadline
+    (the server's log says so), and the connection serves the next statement."""
+    port = spark_cluster.spec.thrift_port if method == "thrift" else spark_cluster.spec.connect_port
     before = _log_size(spark_cluster)
-    with hive.connect(host=thrift_server.host, port=thrift_server.port, username="dbt") as connection:
-        started = time.perf_counter()
-        with pytest.raises(TimeoutError):
-            run_bounded_on_thrift(connection, SLOW, started + 2.0)
-        seconds = time.perf_counter() - started
-        assert run_bounded_on_thrift(connection, "SELECT 41 + 1", time.perf_counter() + 60) == [(42,)]
-    print(f"thrift: cancelled {seconds:.1f} s after the start (deadline 2 s)")
-    assert seconds < 20, seconds
-    assert _cancelled_in_server_log(spark_cluster, before)
-
-
-def test_a_bounded_statement_is_cancelled_at_its_deadline_over_connect(spark_cluster, connect_server):
-    from dbt.adapters.hiveopt.spark_connect import open_session, run_bounded_on_connect
-
-    before = _log_size(spark_cluster)
-    session = open_session(connect_server.host, connect_server.port, None, False, {})
+    connection = _open(method, port)
     try:
         started = time.perf_counter()
         with pytest.raises(TimeoutError):
-            run_bounded_on_connect(session, SLOW, started + 2.0)
+            connection.handle.run_bounded(SLOW, started + 2.0)
         seconds = time.perf_counter() - started
-        assert run_bounded_on_connect(session, "SELECT 41 + 1", time.perf_counter() + 60) == [(42,)]
+        assert connection.handle.run_bounded("SELECT 41 + 1", time.perf_counter() + 60) == [(42,)]
     finally:
-        session.stop()
-    print(f"connect: interrupted {seconds:.1f} s after the start (deadline 2 s)")
-    assert seconds < 20, seconds
+        connection.handle.close()
+    print(f"{method}: cancelled {seconds:.1f} s after the start (deadline 2 s)")
+    assert seconds < 6, seconds
     assert _cancelled_in_server_log(spark_cluster, before)
 
 

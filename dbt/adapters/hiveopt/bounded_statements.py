@@ -4,8 +4,9 @@ TimeoutError once `deadline` (a time.perf_counter() value) has passed, having ca
 on Spark. Each method cancels its own way:
 
 - session: the statement's Spark jobs run in a job group of their own; a timer cancels the group;
-- Thrift (and HTTP): the statement runs asynchronously, is polled, and its operation is cancelled
-  at the deadline (Spark's Thrift server then cancels its job group);
+- Thrift (and HTTP): the statement runs asynchronously on a second session of the server (whose
+  status calls return quickly), is polled, and its operation is cancelled at the deadline (Spark's
+  Thrift server then cancels its job group);
 - Connect: an operation tag and an interrupt (spark_connect.run_bounded_on_connect).
 
 dbt-spark's session and PyHive wrappers gain `run_bounded` by subclassing; ODBC has no way to
@@ -56,8 +57,9 @@ def run_bounded_on_session(spark: Any, sql: str, deadline: float) -> list[tuple]
 
 def run_bounded_on_thrift(hive_connection: Any, sql: str, deadline: float) -> list[tuple]:
     """On a PyHive connection: an asynchronous statement on a cursor of its own, polled, and its
-    operation cancelled at the deadline. The cancel call returns once the server has cancelled
-    it (a few seconds on a busy server), so the connection is free again when this raises."""
+    operation cancelled at the deadline. Each poll can take as long as the session's
+    hive.server2.long.polling.timeout (BoundedPyhiveWrapper runs this on a session that keeps it
+    short)."""
     from dbt_common.exceptions import DbtDatabaseError
     from TCLIService.ttypes import TOperationState
 
@@ -101,11 +103,38 @@ class BoundedSessionWrapper(SessionConnectionWrapper):
 
 
 class BoundedPyhiveWrapper(PyhiveConnectionWrapper):
+    """dbt-spark's PyHive wrapper, with bounded statements on a second Thrift session of the same
+    server, opened when first needed (`open_sibling() -> a PyHive connection`). HiveServer2 holds
+    a status call until the statement ends or hive.server2.long.polling.timeout passes (5 s by
+    default): dbt's own statements rely on that (dbt-spark sleeps 5 s between polls), while a
+    bounded statement must see its deadline. The sibling session asks for short status calls
+    (LONG_POLLING_SETTINGS): a slow fetch polled on it was cancelled 5.1 s after a 2 s deadline on
+    the dbt session, 2.0-2.1 s on a sibling."""
+
+    def __init__(self, handle: Any, open_sibling: Any = None, **kwargs: Any) -> None:
+        super().__init__(handle, **kwargs)
+        self._open_sibling = open_sibling
+        self._sibling: Any = None
+
     def run_bounded(self, sql: str, deadline: float) -> list[tuple]:
-        return run_bounded_on_thrift(self.handle, sql, deadline)
+        if self._sibling is None:
+            self._sibling = self._open_sibling() if self._open_sibling else self.handle
+        return run_bounded_on_thrift(self._sibling, sql, deadline)
+
+    def close(self) -> None:
+        super().close()
+        if self._sibling is not None and self._sibling is not self.handle:
+            try:
+                self._sibling.close()
+            except Exception:
+                pass  # the server may be gone: nothing left to close
 
 
-def with_bounded_statements(handle: Any) -> Any:
+# HiveServer2 reads a session's configuration entry `set:hiveconf:<key>` into its HiveConf.
+LONG_POLLING_SETTINGS = {"set:hiveconf:hive.server2.long.polling.timeout": "100ms"}
+
+
+def with_bounded_statements(handle: Any, open_sibling: Any = None) -> Any:
     """dbt-spark's wrapper for a connection, as the subclass that can also run bounded statements
     (the same connection: nothing is reopened). Other wrappers are returned as they are."""
     if type(handle) is SessionConnectionWrapper:
@@ -113,6 +142,7 @@ def with_bounded_statements(handle: Any) -> Any:
     if type(handle) is PyhiveConnectionWrapper:
         return BoundedPyhiveWrapper(
             handle.handle,
+            open_sibling=open_sibling,
             poll_interval=handle.poll_interval,
             query_timeout=handle.query_timeout,
             query_retries=handle.query_retries,

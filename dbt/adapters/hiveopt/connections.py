@@ -5,6 +5,7 @@ spark_connect.py), and statements bounded in time on every method but ODBC
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -25,7 +26,7 @@ from dbt_common.dataclass_schema import StrEnum
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.hiveopt import spark_connect
-from dbt.adapters.hiveopt.bounded_statements import with_bounded_statements
+from dbt.adapters.hiveopt.bounded_statements import LONG_POLLING_SETTINGS, with_bounded_statements
 
 DEFAULT_SPARK_DIR = ".hiveopt-spark"
 _session_lock = threading.Lock()
@@ -229,8 +230,21 @@ class HiveoptConnectionManager(SparkConnectionManager):
         if credentials.method == SparkConnectionMethod.SESSION:
             ensure_local_session(credentials)
         connection = super().open(connection)
-        connection.handle = with_bounded_statements(connection.handle)
+        connection.handle = with_bounded_statements(connection.handle, lambda: cls._open_sibling(credentials))
         return connection
+
+    @classmethod
+    def _open_sibling(cls, credentials: HiveoptCredentials) -> Any:
+        """A second Thrift (or HTTP) session with the same credentials, for bounded statements
+        (bounded_statements.BoundedPyhiveWrapper): dbt-spark's own open, so TLS and auth are
+        the same; its PyHive connection."""
+        settings = {**credentials.server_side_parameters, **LONG_POLLING_SETTINGS}
+        sibling = Connection(
+            type=credentials.type,
+            name="hiveopt-bounded",
+            credentials=dataclasses.replace(credentials, server_side_parameters=settings),
+        )
+        return SparkConnectionManager.open(sibling).handle.handle
 
     @classmethod
     def _open_connect(cls, connection: Connection) -> Connection:
