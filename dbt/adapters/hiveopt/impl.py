@@ -335,8 +335,11 @@ class HiveoptAdapter(SparkAdapter):
         """verify mode: original and optimized compared on Spark, within verify_timeout_seconds;
         a comparison cancelled at its deadline leaves the model unverified, with a warning."""
         deadline = time.perf_counter() + config.verify_timeout_seconds
+        bounded = hasattr(self.connections.get_thread_connection().handle, "run_bounded")
+        # ODBC cannot cancel a statement: its verify runs unbounded, as before.
+        run = (lambda text: self._run_bounded(text, deadline)) if bounded else self._run_sql
         try:
-            verify_equal(lambda text: self._run_bounded(text, deadline), sql, optimized, label)
+            verify_equal(run, sql, optimized, label)
         except TimeoutError as error:
             logger.warning(
                 f"{label}: hiveopt verify: not compared ({error}; verify_timeout_seconds is "
