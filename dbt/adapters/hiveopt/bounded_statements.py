@@ -3,7 +3,8 @@
 TimeoutError once `deadline` (a time.perf_counter() value) has passed, having cancelled the work
 on Spark. Each method cancels its own way:
 
-- session: the statement's Spark jobs run in a job group of their own; a timer cancels the group;
+- session: the statement's Spark jobs run in a job group of their own, cancelled at the deadline
+  and again every CANCEL_AGAIN_SECONDS until the statement returns;
 - Thrift (and HTTP): the statement runs asynchronously on a second session of the server (whose
   status calls return quickly), is polled, and its operation is cancelled at the deadline (Spark's
   Thrift server then cancels its job group);
@@ -25,6 +26,8 @@ from dbt.adapters.spark.session import SessionConnectionWrapper
 # The first polls come quickly (a key fetch often takes a fraction of a second), then ease off.
 FIRST_POLL_SECONDS = 0.05
 MAX_POLL_SECONDS = 0.5
+# A session's job group is cancelled again this often after the deadline, until the statement returns.
+CANCEL_AGAIN_SECONDS = 0.5
 
 
 def _remaining(deadline: float) -> float:
@@ -35,13 +38,25 @@ def _remaining(deadline: float) -> float:
 
 
 def run_bounded_on_session(spark: Any, sql: str, deadline: float) -> list[tuple]:
-    """On an embedded SparkSession: the statement's jobs in a job group a timer cancels."""
+    """On an embedded SparkSession: the statement's jobs run in a job group of their own, which a
+    timer cancels at the deadline, and again every CANCEL_AGAIN_SECONDS until the statement
+    returns: a cancel finds only the jobs running then, and a statement still being planned at
+    the deadline submits its job after it."""
     remaining = _remaining(deadline)
     context = spark.sparkContext
     group = f"hiveopt-bounded-{threading.get_ident()}-{time.perf_counter_ns()}"
-    timer = threading.Timer(remaining, context.cancelJobGroup, args=(group,))
+    returned = threading.Event()
+
+    def cancel_until_returned() -> None:
+        if returned.wait(remaining):
+            return
+        while not returned.is_set():
+            context.cancelJobGroup(group)
+            returned.wait(CANCEL_AGAIN_SECONDS)
+
+    canceller = threading.Thread(target=cancel_until_returned, name="hiveopt-cancel", daemon=True)
     context.setJobGroup(group, "hiveopt: a bounded statement", interruptOnCancel=True)
-    timer.start()
+    canceller.start()
     try:
         return [tuple(row) for row in spark.sql(sql).collect()]
     except Exception as error:
@@ -49,7 +64,7 @@ def run_bounded_on_session(spark: Any, sql: str, deadline: float) -> list[tuple]
             raise TimeoutError(f"cancelled after {remaining:.1f}s") from error
         raise
     finally:
-        timer.cancel()
+        returned.set()
         context.setLocalProperty("spark.jobGroup.id", None)
         context.setLocalProperty("spark.job.description", None)
         context.setLocalProperty("spark.job.interruptOnCancel", None)
