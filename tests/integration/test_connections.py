@@ -24,7 +24,9 @@ from dbt.adapters.hiveopt.processes import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.connect]
 
-SLOW = "SELECT COUNT(DISTINCT a.id + b.id) AS n FROM range(200000) a CROSS JOIN range(200000) b"
+# Minutes of work that stops as soon as it is cancelled: a range checks for a kill between batches
+# (a cross join's tasks ran on for 5-25 s after their job was cancelled, holding the cores).
+SLOW = "SELECT SUM(id % 7) AS n FROM range(0, 1000000000000)"
 
 
 def _write(root, files):
