@@ -46,7 +46,8 @@ test: data lint browser
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 # Everything `make test` runs, and the slow matrix: every dbt conformance class on Thrift and on
-# Spark Connect too (marked `matrix`; about twenty minutes more on two cores).
+# Spark Connect too (marked `matrix`). Every class on session, Thrift and Connect, the cluster's
+# start included (pytest -m "matrix or not matrix" tests/functional): 6 minutes on two cores.
 test-all: data lint browser
 	$(BIN)/pytest -m "matrix or not matrix" $(PYTEST_ARGS)
 

