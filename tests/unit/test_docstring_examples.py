@@ -23,6 +23,8 @@ MODULES = sorted(name for _, name, _ in pkgutil.walk_packages(optimizer.__path__
     "dbt.adapters.hiveopt.local_cluster",
     "dbt.adapters.hiveopt.processes",
     "dbt.adapters.hiveopt.verify",
+    "dbt.adapters.hiveopt.project_graph",
+    "dbt.adapters.hiveopt.connections",
 ]
 
 

@@ -38,6 +38,35 @@ logger = AdapterLogger("hiveopt")
 TASK_SLOTS_SQL = "SELECT COUNT(DISTINCT p) FROM (SELECT spark_partition_id() AS p FROM range(0, 65536))"
 
 
+class ServerTaskSlots:
+    """A server's task slots (its executors' total cores), asked of its cluster once per
+    invocation, when a model first needs them; 0 once it could not say.
+
+    >>> slots = ServerTaskSlots()
+    >>> slots.read(lambda sql: [(4,)]), slots.read(lambda sql: [(8,)]), slots.known
+    (4, 4, True)
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # its own: other threads' models go on meanwhile
+        self._slots: int | None = None
+
+    @property
+    def known(self) -> bool:
+        return bool(self._slots)
+
+    def read(self, run_sql, debug=lambda message: None) -> int | None:
+        with self._lock:
+            if self._slots is None:
+                try:
+                    ((slots,),) = run_sql(TASK_SLOTS_SQL)
+                    self._slots = int(slots) or 0
+                except Exception as error:
+                    debug(f"hiveopt: task slots not read from the server ({str(error).splitlines()[0][:200]})")
+                    self._slots = 0
+            return self._slots or None
+
+
 class HiveoptConnectionMethod(StrEnum):
     """dbt-spark's methods and Spark Connect. Members equal dbt-spark's by value ('session' ==
     SparkConnectionMethod.SESSION), so dbt-spark's own checks keep working."""

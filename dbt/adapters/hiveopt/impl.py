@@ -21,9 +21,9 @@ from sqlglot import exp
 
 from dbt.adapters.hiveopt.build_records import BuildRecords
 from dbt.adapters.hiveopt.connections import (
-    TASK_SLOTS_SQL,
     HiveoptConnectionManager,
     HiveoptConnectionMethod,
+    ServerTaskSlots,
     session_broadcast_threshold,
     session_task_slots,
 )
@@ -46,41 +46,19 @@ from dbt.adapters.hiveopt.optimizer.pipeline import (
     STORED_DEFINITIONS,
     pass_through,
 )
+from dbt.adapters.hiveopt.project_graph import own_table, read_by_models
 from dbt.adapters.hiveopt.report import Report, RunSummary, current_invocation, model_label
 from dbt.adapters.hiveopt.statistics_gathering import DEFAULT_SAMPLE_ABOVE_ROWS
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
 from dbt.adapters.hiveopt.statistics_store import DEFAULT_STATS_SCHEMA, first_line
-from dbt.adapters.hiveopt.verify import verify_equal
+from dbt.adapters.hiveopt.verify import verify_within
 
 logger = AdapterLogger("hiveopt")
 
 SERVER_SLOTS = "the server's cluster (its executors' cores)"
-# Nodes that read a model through ref() and are built from it (tests only read, and cheaply).
-_READERS = ("model", "snapshot")
-
-
-def read_by_models(graph: dict[str, Any], unique_id: str) -> bool:
-    """Whether a model or snapshot of dbt's graph depends on the node `unique_id`.
-
-    >>> graph = {"nodes": {"model.p.b": {"resource_type": "model", "depends_on": {"nodes": ["model.p.a"]}},
-    ...                    "test.p.t": {"resource_type": "test", "depends_on": {"nodes": ["model.p.b"]}}}}
-    >>> read_by_models(graph, "model.p.a"), read_by_models(graph, "model.p.b")
-    (True, False)
-    """
-    return any(
-        node.get("resource_type") in _READERS and unique_id in ((node.get("depends_on") or {}).get("nodes") or ())
-        for node in (graph.get("nodes") or {}).values()
-    )
 
 
 _FETCHING = ("select", "describe", "show", "with", "values", "(")
-
-
-def _own_table(model: dict[str, Any] | None) -> str | None:
-    """`db.table` the model builds (an incremental model reads it in its is_incremental() filter)."""
-    if not model or not model.get("schema") or not (model.get("alias") or model.get("name")):
-        return None
-    return f"{model['schema']}.{model.get('alias') or model['name']}".lower()
 
 
 class HiveoptAdapter(SparkAdapter):
@@ -93,9 +71,7 @@ class HiveoptAdapter(SparkAdapter):
         self._summary = RunSummary()
         self._records: BuildRecords | None = None
         self._store_reader: threading.Thread | None = None
-        # A server's task slots, read from its cluster once (0: it could not say).
-        self._task_slots: int | None = None
-        self._task_slots_lock = threading.Lock()
+        self._server_slots = ServerTaskSlots()  # a server's, read from its cluster once
 
     @classmethod
     def type(cls) -> str:
@@ -196,7 +172,7 @@ class HiveoptAdapter(SparkAdapter):
         slots_from = self._task_slots_from((model_config or {}) if isinstance(model_config, dict) else {})
         try:
             result, gathering = self._optimize(
-                sql, label, config, materialization or "table", _own_table(model), slots_from == SERVER_SLOTS
+                sql, label, config, materialization or "table", own_table(model), slots_from == SERVER_SLOTS
             )
         except Exception as error:  # the run never fails because of the optimizer
             reason = f"optimizer failed ({first_line(error)})"
@@ -214,7 +190,7 @@ class HiveoptAdapter(SparkAdapter):
             setting_problems=config.problems,
             task_slots={
                 "value": config.task_slots,
-                "from": slots_from if slots_from != SERVER_SLOTS or self._task_slots else "the default",
+                "from": slots_from if slots_from != SERVER_SLOTS or self._server_slots.known else "the default",
             },
         )
         return self._hand_over(sql, result, record, config, model, entered)
@@ -248,7 +224,7 @@ class HiveoptAdapter(SparkAdapter):
         unique_id = (model or {}).get("unique_id")
         gathering = record["statistics_gathering"]
         choice, said = self.records.feedback(
-            unique_id, _own_table(model), sql, result, config, materialization, gathering
+            unique_id, own_table(model), sql, result, config, materialization, gathering
         )
         ran = sql if choice is not None and choice.variant == "original" else result.sql
         if choice is not None:
@@ -299,7 +275,7 @@ class HiveoptAdapter(SparkAdapter):
             view_join = materialization in STORED_DEFINITIONS and parsed.find(exp.Join) is not None
             return pass_through(sql, NOTHING_TO_REWRITE_IN_A_VIEW if view_join else NOTHING_TO_REWRITE), {}
         if ask_task_slots:
-            config.task_slots = self._server_task_slots() or config.task_slots
+            config.task_slots = self._server_slots.read(self._run_sql, logger.debug) or config.task_slots
         if not bool(self._stats_settings().get("auto_gather", True)):
             auto, why_not = False, "automatic gathering is off"
         elif materialization in STORED_DEFINITIONS:
@@ -332,32 +308,11 @@ class HiveoptAdapter(SparkAdapter):
             logger.debug(f"I/O {time.perf_counter() - started:.3f}s (bounded): {sql[:120]}")
 
     def _verify(self, sql: str, optimized: str, label: str, config: OptimizerConfig) -> None:
-        """verify mode: original and optimized compared on Spark, within verify_timeout_seconds;
-        a comparison cancelled at its deadline leaves the model unverified, with a warning."""
-        deadline = time.perf_counter() + config.verify_timeout_seconds
+        """verify mode: original and optimized compared on Spark within verify_timeout_seconds
+        (ODBC cannot cancel a statement: there it runs unbounded)."""
         bounded = hasattr(self.connections.get_thread_connection().handle, "run_bounded")
-        # ODBC cannot cancel a statement: its verify runs unbounded, as before.
-        run = (lambda text: self._run_bounded(text, deadline)) if bounded else self._run_sql
-        try:
-            verify_equal(run, sql, optimized, label)
-        except TimeoutError as error:
-            logger.warning(
-                f"{label}: hiveopt verify: not compared ({error}; verify_timeout_seconds is "
-                f"{config.verify_timeout_seconds:g}): the build goes on unverified"
-            )
-
-    def _server_task_slots(self) -> int | None:
-        """Tasks the server's application runs at once, asked of the cluster once per invocation
-        (its executors' total cores: connections.TASK_SLOTS_SQL); None if it cannot say."""
-        with self._task_slots_lock:  # not the inputs' lock: other threads go on meanwhile
-            if self._task_slots is None:
-                try:
-                    ((slots,),) = self._run_sql(TASK_SLOTS_SQL)
-                    self._task_slots = int(slots) or 0
-                except Exception as error:
-                    logger.debug(f"hiveopt: task slots not read from the server ({first_line(error)})")
-                    self._task_slots = 0
-            return self._task_slots or None
+        run_bounded = self._run_bounded if bounded else None
+        verify_within(run_bounded, self._run_sql, sql, optimized, label, config.verify_timeout_seconds, logger.warning)
 
     def cleanup_connections(self) -> None:
         """dbt calls this once at the end of an invocation: the optimizer's one closing line."""
@@ -467,28 +422,8 @@ class HiveoptAdapter(SparkAdapter):
 
     @available
     def hiveopt_analyze(self, relations: list[str]) -> list[str]:
-        """Gather statistics now for `db.table` names; one summary line per table. A view holds no
-        data: the tables it reads are analyzed instead, and models estimate the view from them."""
-        lines = []
-        for name in relations:
-            name = name.lower()
-            if self.statistics.describe(name, refresh=True).is_view:
-                under = self.inputs.tables_under(name)
-                lines.append(
-                    f"hiveopt: {name} is a view: it has no statistics of its own; models estimate it "
-                    f"through its definition over {', '.join(under) or 'no table'}, analyzed now"
-                )
-                lines += [self._analyze_table(table) for table in under]
-            else:
-                lines.append(self._analyze_table(name))
+        """Gather statistics now for `db.table` names (a view: the tables it reads); one summary
+        line per table."""
+        lines = self.inputs.analyze(relations)
         self.statistics.flush()  # a run-operation ends without cleanup_connections
         return lines
-
-    def _analyze_table(self, name: str) -> str:
-        self.statistics.describe(name, refresh=True)
-        result = self.statistics.gather(name)
-        stats = result.stats
-        return (
-            f"hiveopt: analyzed {name}: {int(stats.row_count.value or 0)} rows, "
-            f"{len(stats.columns)} columns in {result.seconds:.2f}s"
-        )

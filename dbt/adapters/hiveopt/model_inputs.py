@@ -220,6 +220,30 @@ class InputGatherer:
             )
             context.fetched_values = {fetch.key: self._fetch(fetch, config, label) for fetch in fetches}
 
+    def analyze(self, names: list[str]) -> list[str]:
+        """Gather statistics now (`hiveopt analyze`); one line per table. A view holds no data:
+        the tables it reads are analyzed instead, and models estimate the view from them."""
+        lines = []
+        for name in (n.lower() for n in names):
+            if self.statistics.describe(name, refresh=True).is_view:
+                under = self.tables_under(name)
+                lines.append(
+                    f"hiveopt: {name} is a view: it has no statistics of its own; models estimate it "
+                    f"through its definition over {', '.join(under) or 'no table'}, analyzed now"
+                )
+                lines += [self._analyze_table(table) for table in under]
+            else:
+                lines.append(self._analyze_table(name))
+        return lines
+
+    def _analyze_table(self, name: str) -> str:
+        self.statistics.describe(name, refresh=True)
+        result = self.statistics.gather(name)
+        return (
+            f"hiveopt: analyzed {name}: {int(result.stats.row_count.value or 0)} rows, "
+            f"{len(result.stats.columns)} columns in {result.seconds:.2f}s"
+        )
+
     def tables_under(self, view: str, depth: int = 0) -> list[str]:
         """The tables a view reads, through the views it reads (for `hiveopt analyze` of a view)."""
         info = self.statistics.describe(view)

@@ -7,6 +7,7 @@ bounded statement (the adapter cancels it at verify_timeout_seconds).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -64,4 +65,27 @@ def verify_equal(run: Callable[[str], list[Any]], original_sql: str, optimized_s
         raise DbtRuntimeError(
             f"hiveopt verify: {label}: the optimized query returns different results "
             f"({differences} rows differ).\n-- original:\n{original_sql}\n-- optimized:\n{optimized_sql}"
+        )
+
+
+def verify_within(
+    run_bounded: Callable[[str, float], list[Any]] | None,
+    run: Callable[[str], list[Any]],
+    original_sql: str,
+    optimized_sql: str,
+    label: str,
+    timeout_seconds: float,
+    warn: Callable[[str], None],
+) -> None:
+    """verify_equal, cancelled at `timeout_seconds` when the connection can cancel (run_bounded;
+    None: unbounded). A comparison cancelled at its deadline leaves the model unverified, with a
+    warning; results that differ raise."""
+    deadline = time.perf_counter() + timeout_seconds
+    runner = (lambda sql: run_bounded(sql, deadline)) if run_bounded is not None else run
+    try:
+        verify_equal(runner, original_sql, optimized_sql, label)
+    except TimeoutError as error:
+        warn(
+            f"{label}: hiveopt verify: not compared ({error}; verify_timeout_seconds is "
+            f"{timeout_seconds:g}): the build goes on unverified"
         )
