@@ -34,6 +34,10 @@ QUERIES = [f"q{n:02d}" for n in range(1, 23)]
 TPCH_MODELS = os.path.join(harness.EXAMPLE, "models", "bench", "tpch")
 RULES = {"dbt-spark": ("spark", {}), "hiveopt": ("session", {})}
 FEEDBACK = {"dbt-spark": ("spark", {}), "hiveopt feedback": ("session", {})}
+# --control: dbt-spark against itself, the same rounds: how far apart two runs of the same SQL land
+# on this machine (the floor under "no query slower than 1.05x"). The table's "hiveopt" column is
+# then the second dbt-spark.
+CONTROL = {"dbt-spark": ("spark", {}), "dbt-spark again": ("spark", {})}
 
 # The issue's targets (issue 18, item 5). Ratios are dbt-spark's seconds / hiveopt's, paired per round.
 SLOWEST = 1.05  # no query (written or bad) slower than this many times dbt-spark
@@ -227,6 +231,24 @@ def print_statistics_share(built: dict[str, float]) -> None:
     )
 
 
+def control(spark, queries: list[str], common: dict, args) -> int:
+    """dbt-spark against itself: the per-query table and how many models land past 1.05x."""
+    print(f"\n== control: dbt-spark against dbt-spark, {n_rounds(args.rounds)} (the hiveopt columns: the second)")
+    phase = Phase(spark, queries, CONTROL, common, args.rounds, args.threads)
+    print()
+    phase.print_table("-", lambda m: "")
+    phase.print_totals()
+    slower = phase.slower_than(SLOWEST)
+    faster = [m for m in phase.models if phase.ratio[m] > SLOWEST]
+    print(
+        f"\nsame SQL, same engine: {len(slower)} of {len(phase.models)} models past {SLOWEST}x slower, "
+        f"{len(faster)} past {SLOWEST}x faster (paired medians of {args.rounds} rounds)"
+    )
+    for line in slower:
+        print(f"  - {line}")
+    return 0
+
+
 def print_targets(title: str, checks: list[tuple[str, list[str]]]) -> None:
     print(f"targets ({title}):")
     for target, misses in checks:
@@ -241,6 +263,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--queries", default=",".join(QUERIES), help="a subset, e.g. q03,q05 (default: all 22)")
     parser.add_argument("--threads", type=int, default=1, help="dbt's threads (default 1: one model at a time)")
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="no hiveopt: dbt-spark against dbt-spark, the same rounds (how noisy two runs of the same SQL are)",
+    )
     parser.add_argument(
         "--fresh-statistics",
         action="store_true",
@@ -263,6 +290,8 @@ def main() -> int:
     spark, common = harness.prepare(args.scale)
     models = [m for q in queries for m in ([q, f"{q}_bad"] if has_bad(q) else [q])]
     threads = ["--threads", str(args.threads)]
+    if args.control:
+        return control(spark, queries, common, args)
     print(
         f"TPC-H SF {args.scale}, {len(queries)} queries, {len(models)} models: one untimed hiveopt run gathers "
         "the sources' statistics",
