@@ -27,6 +27,8 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.hiveopt import spark_connect
 from dbt.adapters.hiveopt.bounded_statements import LONG_POLLING_SETTINGS, with_bounded_statements
+from dbt.adapters.hiveopt.processes import make_ignored_folder
+from dbt.adapters.hiveopt.statistics_store import first_line
 
 DEFAULT_SPARK_DIR = ".hiveopt-spark"
 _session_lock = threading.Lock()
@@ -62,7 +64,7 @@ class ServerTaskSlots:
                     ((slots,),) = run_sql(TASK_SLOTS_SQL)
                     self._slots = int(slots) or 0
                 except Exception as error:
-                    debug(f"hiveopt: task slots not read from the server ({str(error).splitlines()[0][:200]})")
+                    debug(f"hiveopt: task slots not read from the server ({first_line(error)})")
                     self._slots = 0
             return self._slots or None
 
@@ -180,17 +182,9 @@ logger.parquet.level = error
 
 
 def make_spark_dir(spark_dir: str) -> None:
-    """Create the embedded session's folder, ignored by git from the inside.
-
-    A `.gitignore` holding `*` in the folder itself (as pytest and ruff do with their caches) keeps
-    the warehouse and metastore out of `git status` without editing the project's own .gitignore;
-    dbt init, which copies dbt's starter project, cannot add the line there.
-    """
-    os.makedirs(spark_dir, exist_ok=True)
-    ignore = os.path.join(spark_dir, ".gitignore")
-    if not os.path.exists(ignore):
-        with open(ignore, "w") as handle:
-            handle.write("# written by dbt-hiveopt: the embedded Spark session's warehouse and metastore\n*\n")
+    """Create the embedded session's folder, ignored by git from the inside (dbt init, which copies
+    dbt's starter project, cannot add the line to the project's .gitignore)."""
+    make_ignored_folder(spark_dir, "dbt-hiveopt: the embedded Spark session's warehouse and metastore")
 
 
 def spark_log_settings(spark_dir: str) -> str:

@@ -45,6 +45,7 @@ from dbt.adapters.hiveopt.processes import (
     Progress,
     free_port,
     listening,
+    make_ignored_folder,
     spark_home,
     start_daemon,
     wait_until,
@@ -223,7 +224,8 @@ def up(spec: ClusterSpec, progress: Progress = print) -> Cluster:
     for name in ("master_port", "ui_port", "thrift_port", "connect_port"):
         if listening(getattr(spec, name)):
             raise RuntimeError(f"port {getattr(spec, name)} ({name}) is taken: choose another")
-    _make_state_dir(spec.state_dir)
+    # The state folder may sit in a project's folder.
+    make_ignored_folder(spec.state_dir, "hiveopt cluster: pids, logs, warehouse and metastore of a local cluster")
     cluster = Cluster(spec)
     env = daemon_env(spec)
     logs = os.path.join(spec.state_dir, "logs")
@@ -283,15 +285,6 @@ def up(spec: ClusterSpec, progress: Progress = print) -> Cluster:
         raise
     progress(f"cluster up in {time.monotonic() - started:.0f} s; state and logs in {spec.state_dir}")
     return cluster
-
-
-def _make_state_dir(state_dir: str) -> None:
-    """The state folder, ignored by git from the inside (it may sit in a project's folder)."""
-    os.makedirs(state_dir, exist_ok=True)
-    ignore = os.path.join(state_dir, ".gitignore")
-    if not os.path.exists(ignore):
-        with open(ignore, "w") as handle:
-            handle.write("# written by hiveopt cluster: pids, logs, warehouse and metastore of a local cluster\n*\n")
 
 
 def _defaults_file(spec: ClusterSpec) -> str:

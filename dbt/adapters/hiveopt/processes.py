@@ -25,6 +25,17 @@ PROGRESS_EVERY_SECONDS = 10.0
 STOP_GRACE_SECONDS = 30.0
 
 
+def make_ignored_folder(path: str, what: str) -> None:
+    """Create `path`, ignored by git from the inside: a `.gitignore` holding `*` in the folder
+    itself (as pytest and ruff do with their caches) keeps it out of `git status` without editing
+    the project's own .gitignore. `what`: the comment saying what the folder holds."""
+    os.makedirs(path, exist_ok=True)
+    ignore = os.path.join(path, ".gitignore")
+    if not os.path.exists(ignore):
+        with open(ignore, "w") as handle:
+            handle.write(f"# written by {what}\n*\n")
+
+
 def spark_home() -> str:
     """The Spark distribution inside the installed pyspark package (bin/spark-class, jars/)."""
     import pyspark
