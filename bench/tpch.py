@@ -275,6 +275,11 @@ def main() -> int:
         "and its share of that build is printed",
     )
     parser.add_argument(
+        "--statistics-only",
+        action="store_true",
+        help="stop after the first build and its statistics share (with --fresh-statistics: what a first run pays)",
+    )
+    parser.add_argument(
         "--feedback-builds",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -304,6 +309,8 @@ def main() -> int:
         os.path.join(harness.RESULTS, "setup"),
     )
     print_statistics_share(built)
+    if args.statistics_only:
+        return 0
 
     print(f"\n== rules: hiveopt with feedback off (each build runs the rewrites), {n_rounds(args.rounds)}", flush=True)
     rules = Phase(spark, queries, RULES, common, args.rounds, args.threads)

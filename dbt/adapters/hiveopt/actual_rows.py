@@ -56,22 +56,31 @@ class SparkPlan:
 def read_plan(spark: Any, description: str) -> SparkPlan | None:
     """The plan and metrics of the last query the session ran under `description` (the job
     description the adapter set for the model's build), or None."""
+    return read_plans(spark, [description], RECENT_EXECUTIONS).get(description)
+
+
+def read_plans(spark: Any, descriptions: list[str], window: int | None = None) -> dict[str, SparkPlan]:
+    """The plans of several builds in one sweep of the status store (`window`: only the latest
+    so many executions; None: all Spark keeps, spark.sql.ui.retainedExecutions). A description
+    with no execution left in the store is missing from the result."""
     store = spark._jsparkSession.sharedState().statusStore()
-    chosen, size = None, -1
-    for execution in _recent_executions(store):
-        if execution.description() != description:
+    wanted = set(descriptions)
+    chosen: dict[str, tuple[int, Any, int]] = {}
+    for execution in _recent_executions(store, window):
+        description = execution.description()
+        if description not in wanted:
             continue
         graph = store.planGraph(execution.executionId())
         count = graph.allNodes().size()
-        if count >= size:  # the query itself, not the DDL wrapped around it
-            chosen, size = (execution.executionId(), graph), count
-    if chosen is None:
-        return None
-    execution_id, graph = chosen
+        if count >= chosen.get(description, (0, None, -1))[2]:  # the query, not the DDL around it
+            chosen[description] = (execution.executionId(), graph, count)
     # One call for the whole graph with its metrics (the text Spark's UI draws the plan from):
-    # walking the nodes and their metrics through py4j took 30-110 ms for a 25-node plan, a
-    # cost every measured build paid; the text comes back in about 14 ms.
-    return parse_dot(str(graph.makeDotFile(store.executionMetrics(execution_id))))
+    # walking the nodes and their metrics through py4j took 30-110 ms for a 25-node plan; the
+    # text comes back in about 14 ms.
+    return {
+        description: parse_dot(str(graph.makeDotFile(store.executionMetrics(execution_id))))
+        for description, (execution_id, graph, _) in chosen.items()
+    }
 
 
 # In the graph's text, a node is `  7 [id="node7" label="HashAggregate" tooltip="..."];` and an edge
@@ -131,11 +140,11 @@ def _whole_name(label: str, tooltip: str) -> str:
     return tooltip[start : end + len(tail)] if end >= 0 else label
 
 
-def _recent_executions(store: Any, window: int = RECENT_EXECUTIONS) -> list[Any]:
-    """The session's latest SQL executions: the build just run is among them. Walking all of them
-    through py4j (up to spark.sql.ui.retainedExecutions, 1000) took longer than many builds."""
+def _recent_executions(store: Any, window: int | None) -> list[Any]:
+    """The session's latest `window` SQL executions (None: all it keeps, up to
+    spark.sql.ui.retainedExecutions, 1000)."""
     total = int(store.executionsCount())
-    start = max(total - window, 0)
+    start = 0 if window is None else max(total - window, 0)
     executions = store.executionsList(start, total - start).iterator()
     out = []
     while executions.hasNext():

@@ -318,6 +318,11 @@ class HiveoptAdapter(SparkAdapter):
         """dbt calls this once at the end of an invocation: the optimizer's one closing line."""
         if self._store_reader is not None:
             self._store_reader.join(timeout=120)
+        if self._records is not None:
+            try:
+                self._records.read_actual_rows()
+            except Exception as error:  # the records are best effort
+                logger.debug(f"hiveopt: actual rows not read ({first_line(error)})")
         line = self._summary.line()
         if line:
             logger.info(line)
