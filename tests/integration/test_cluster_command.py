@@ -15,7 +15,7 @@ import time
 import pytest
 import yaml
 
-from dbt.adapters.hiveopt.processes import running
+from dbt.adapters.hiveopt.processes import Daemon, running
 
 pytestmark = pytest.mark.integration
 
@@ -44,6 +44,8 @@ def test_up_status_down(tmp_path):
         assert up.returncode == 0, up.stdout + up.stderr
         pids = _pids(state)
         print(up.stdout)
+        # Each pid runs with the state folder on its command line: what `down` (and this test) checks.
+        assert all(Daemon(name, pid, "", state).alive() for name, pid in pids.items()), pids
         assert set(pids) == {"master", "worker-1", "sql-server"}
         assert "master ready in" in up.stdout and "worker-1 registered in" in up.stdout
         assert "SQL server ready in" in up.stdout and "executor cores: 1" in up.stdout
@@ -70,7 +72,7 @@ def test_up_status_down(tmp_path):
     finally:
         down = _down(state)
     assert down.returncode == 0 and "stopped 3 processes" in down.stdout, down.stdout
-    assert not [name for name, pid in pids.items() if running(pid)]
+    assert not [name for name, pid in pids.items() if Daemon(name, pid, "", state).alive()]
     assert not os.path.exists(os.path.join(state, "cluster.json"))
 
 
@@ -97,10 +99,13 @@ def test_sigterm_while_starting_stops_what_was_started(tmp_path):
         _down(state)  # whatever `up` left behind, should the test fail: stopped by pid
     assert process.returncode == 1
     assert "stopping what was started" in rest and "interrupted" in rest, rest
+    # A daemon is left if its pid runs with the state folder on its command line (pid_max is 32768
+    # here: a bare pid can belong to another process, or a JVM thread, by then).
+    daemons = {name: Daemon(name, pid, "", state) for name, pid in pids.items()}
     deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and [pid for pid in pids.values() if running(pid)]:
+    while time.monotonic() < deadline and any(d.alive() for d in daemons.values()):
         time.sleep(0.5)
-    left = [name for name, pid in pids.items() if running(pid)]
+    left = [name for name, daemon in daemons.items() if daemon.alive()]
     for name in left:  # `up` forgot it (its state file is gone): stopped here, by pid
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pids[name], signal.SIGKILL)

@@ -120,12 +120,13 @@ class Cluster:
             data = json.load(handle)
         return cls(ClusterSpec(**data["spec"]), [Daemon(**d) for d in data["daemons"]])
 
-    def stop(self, progress: Progress = lambda line: None) -> list[str]:
+    def stop(self, progress: Progress = lambda line: None, own_children: bool = False) -> list[str]:
         """Stop every daemon by pid, the SQL server first and the master last; forget the state.
-        Returns the names of those that were running."""
+        Returns the names of those that were running. `own_children`: this process started them
+        (see Daemon.stop)."""
         stopped = []
         for daemon in reversed(self.daemons):
-            if daemon.stop():
+            if daemon.stop(own_child=own_children):
                 stopped.append(daemon.name)
                 progress(f"stopped {daemon.name} (pid {daemon.pid})")
         if os.path.exists(self.state_path):
@@ -281,7 +282,7 @@ def up(spec: ClusterSpec, progress: Progress = print) -> Cluster:
         )
     except BaseException:
         progress("start failed: stopping what was started")
-        cluster.stop(progress)
+        cluster.stop(progress, own_children=True)
         raise
     progress(f"cluster up in {time.monotonic() - started:.0f} s; state and logs in {spec.state_dir}")
     return cluster

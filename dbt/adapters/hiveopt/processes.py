@@ -100,10 +100,13 @@ class Daemon:
         except OSError:
             return ""
 
-    def stop(self, grace: float = STOP_GRACE_SECONDS) -> bool:
+    def stop(self, grace: float = STOP_GRACE_SECONDS, own_child: bool = False) -> bool:
         """SIGTERM to its process group, SIGKILL after `grace` seconds. False if it was not running
-        (or its pid now belongs to another program, which is left alone)."""
-        if not self.alive():
+        (or its pid now belongs to another program, which is left alone). `own_child`: this
+        process started it and has not reaped it, so the pid is still its own and the command
+        line is not checked (while spark-class execs the JVM it can read empty, and a JVM that
+        was starting outlived an interrupted `hiveopt cluster up`)."""
+        if not (running(self.pid) if own_child else self.alive()):
             return False
         _signal_group(self.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
