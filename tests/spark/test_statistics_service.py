@@ -82,6 +82,35 @@ def test_a_pass_reads_the_columns_models_use_and_a_later_model_pays_only_for_wha
     assert set(again.current("st.wide")[0].columns) == {"id", "segment", "name"}
 
 
+def test_a_first_pass_reads_the_columns_the_projects_models_name(spark):
+    """With dbt's graph read (project_words), the first model's pass also reads and details the
+    columns the project's other models name, so the model that joins or filters on them later
+    finds them gathered: no narrow pass of its own. A column no model names stays unread."""
+    spark.sql("CREATE DATABASE IF NOT EXISTS st")
+    spark.sql("DROP TABLE IF EXISTS st.named")
+    spark.sql("""CREATE TABLE st.named USING parquet AS
+                 SELECT id, concat('seg-', CAST(id % 5 AS STRING)) AS segment,
+                        repeat('x', 200) AS comment, concat('n', CAST(id % 40 AS STRING)) AS name
+                 FROM range(5000)""")
+    statements = []
+
+    def execute(sql):
+        statements.append(sql)
+        return [tuple(r) for r in spark.sql(sql).collect()]
+
+    s = StatisticsService(execute, stats_schema="hiveopt_test_named")
+    s.project_words = {"st.named": {"select", "id", "segment", "name", "from", "where"}}
+    stats, state, _ = s.ensure("st.named", ["segment"], columns={"segment", "id"})
+    assert state == "gathered" and set(stats.columns) == {"id", "segment", "name"}
+    (first_pass,) = [q for q in statements if "APPROX_COUNT_DISTINCT" in q.upper()]
+    assert "comment" not in first_pass
+    assert stats.column("name").heavy_hitters is not None
+    assert stats.column("name").ndv.value == pytest.approx(40, rel=0.1)
+    statements.clear()
+    stats, state, _ = s.ensure("st.named", ["name"], columns={"name", "id"})
+    assert state == "current" and not [q for q in statements if "APPROX_COUNT_DISTINCT" in q.upper()]
+
+
 def test_statistics_are_shared_through_the_warehouse(spark, stats_table):
     service(spark).gather(stats_table)
     fresh = service(spark)  # another machine / run: nothing in memory

@@ -159,10 +159,13 @@ class HiveoptAdapter(SparkAdapter):
         model_config: dict[str, Any] | None = None,
         materialization: str | None = None,
         temporary: bool = False,
+        graph: dict[str, Any] | None = None,
     ) -> str:
-        """The SQL Spark runs for the model: optimized, or as written (with the reason recorded)."""
+        """The SQL Spark runs for the model: optimized, or as written (with the reason recorded).
+        `graph`: dbt's, whose models' code says which columns statistics passes should read."""
         entered = time.perf_counter()
         label = model_label(model, relation)
+        self.inputs.read_project(graph)
         if relation is not None and getattr(relation, "schema", None) and getattr(relation, "identifier", None):
             # Built now: what this invocation's catalog cache says of it no longer holds.
             self.inputs.forget(f"{relation.schema}.{relation.identifier}")

@@ -13,6 +13,7 @@ fresh estimates.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from dbt.adapters.hiveopt.optimizer.context import FetchedValues, ValueFetch
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery
 from dbt.adapters.hiveopt.optimizer.view_statistics import base_columns, view_statistics
+from dbt.adapters.hiveopt.project_graph import words_downstream
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
 from dbt.adapters.hiveopt.statistics_store import first_line
 
@@ -95,6 +97,20 @@ class InputGatherer:
         self.statistics = statistics
         self.run_bounded = run_bounded
         self.debug = debug
+        self._project_lock = threading.Lock()
+        self._project_read = False
+
+    def read_project(self, graph: dict[str, Any] | None) -> None:
+        """dbt's graph, once per invocation: the column names the project's models use of each
+        relation, which a first statistics pass then reads (project_graph.words_downstream)."""
+        with self._project_lock:
+            if self._project_read or not graph:
+                return
+            self._project_read = True
+        try:
+            self.statistics.project_words = words_downstream(graph)
+        except Exception as error:  # each pass reads what its model names, as without it
+            self.debug(f"hiveopt: the project's column names not read ({first_line(error)})")
 
     def forget(self, name: str) -> None:
         """The invocation is about to build `name`: what the catalog said of it no longer holds."""

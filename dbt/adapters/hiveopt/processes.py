@@ -106,7 +106,7 @@ class Daemon:
         process started it and has not reaped it, so the pid is still its own and the command
         line is not checked (while spark-class execs the JVM it can read empty, and a JVM that
         was starting outlived an interrupted `hiveopt cluster up`)."""
-        if not (running(self.pid) if own_child else self.alive()):
+        if not (_running_child(self.pid) if own_child else self.alive()):
             return False
         _signal_group(self.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
@@ -132,6 +132,15 @@ def _signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
     except ProcessLookupError:
         pass
+
+
+def _running_child(pid: int) -> bool:
+    """Whether `pid` is a child of this process that has not exited (its pid is still its own)."""
+    try:
+        exited, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:  # not a child of this process, or already reaped
+        return False
+    return exited == 0
 
 
 def _reap(pid: int) -> None:

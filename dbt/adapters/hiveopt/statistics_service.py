@@ -28,6 +28,7 @@ from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate, TableStats
 from dbt.adapters.hiveopt.statistics_gathering import (
     ALWAYS_DETAILED_TYPES,
+    ATOMIC_TYPES,
     DEFAULT_HEAVY_HITTERS,
     DEFAULT_HISTOGRAM_BUCKETS,
     DEFAULT_SAMPLE_ABOVE_ROWS,
@@ -98,6 +99,9 @@ class StatisticsService(StatisticsStore):
         self._latest_rows: dict[str, tuple[Any, Any]] = {}  # name -> (fingerprint, payload) as stored
         self._store_ready = False
         self._store_unwritable = False
+        # Per table, the words of the project's models that read it (project_graph.words_downstream):
+        # a first pass reads and details the columns they name. Set by the adapter from dbt's graph.
+        self.project_words: dict[str, set[str]] = {}
         # Counts of full passes per table in this process (a test reads them: one per table).
         self.full_passes: dict[str, int] = {}
         # Passes of any kind run by this service (a build timed while one ran is not a fair measure).
@@ -186,8 +190,12 @@ class StatisticsService(StatisticsStore):
                 keys |= {c for c, s in previous.columns.items() if s.heavy_hitters is not None}
                 wanted = None if wanted is None else wanted | set(previous.columns)
             # Number and date columns get detail whether or not this model joins on them: the
-            # next model that does would otherwise pay a second pass over the table.
+            # next model that does would otherwise pay a second pass over the table. So do the
+            # columns the project's other models name (see project_graph.words_downstream).
             keys |= {c.lower() for c, t in info.columns.items() if base_type(t) in ALWAYS_DETAILED_TYPES}
+            named = self._named_by_project(name, info)
+            keys |= named
+            wanted = None if wanted is None else wanted | named
             read = {
                 c: t
                 for c, t in info.columns.items()
@@ -199,6 +207,16 @@ class StatisticsService(StatisticsStore):
                 self.full_passes[name.lower()] = self.full_passes.get(name.lower(), 0) + 1
             self.save(name, stats, seconds)
             return GatherResult(stats, seconds)
+
+    def _named_by_project(self, name: str, info: TableInfo) -> set[str]:
+        """The table's columns (lowercase) that the code of the models reading it names, when the
+        adapter gave the project's words (`project_words`); booleans and nested types left out."""
+        words = self.project_words.get(name.lower(), set())
+        return {
+            c.lower()
+            for c, t in info.columns.items()
+            if c.lower() in words and base_type(t) in ATOMIC_TYPES and base_type(t) != "boolean"
+        }
 
     def record_rows(self, name: str, rows: Sequence[Sequence[Any]]) -> GatherResult:
         """Statistics of a table from the rows just loaded into it (a seed), with no Spark pass;

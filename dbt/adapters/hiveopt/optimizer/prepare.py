@@ -229,15 +229,38 @@ def referenced_columns(expression: exp.Expression) -> dict[str, set[str]]:
     ...                                     "GROUP BY t.s", read="spark"))
     >>> sorted((table, sorted(columns)) for table, columns in used.items())
     [('db.t', ['k', 's']), ('db.u', ['k'])]
+
+    What an EXISTS subquery selects is never read (TPC-H Q21's `EXISTS (SELECT * FROM lineitem
+    ...)`, its star expanded, asked a pass over every column of lineitem):
+
+    >>> used = referenced_columns(parse_one("SELECT t.s FROM db.t AS t WHERE EXISTS (SELECT u.k, u.v "
+    ...                                     "FROM db.u AS u WHERE u.k = t.k)", read="spark"))
+    >>> sorted((table, sorted(columns)) for table, columns in used.items())
+    [('db.t', ['k', 's']), ('db.u', ['k'])]
     """
     out: dict[str, set[str]] = {}
     for scope in traverse_scope(expression):
+        select = scope.expression
+        unread = ()
+        if isinstance(select, exp.Select) and isinstance(select.parent, exp.Exists):
+            unread = tuple(select.expressions)
         for column in scope.columns:
+            if unread and _inside(column, unread, select):
+                continue
             source = scope.sources.get(column.table)
             if isinstance(source, exp.Table):
                 name = ".".join(p for p in (source.db, source.name) if p).lower()
                 out.setdefault(name, set()).add(column.name.lower())
     return out
+
+
+def _inside(node: exp.Expression, parts: tuple[exp.Expression, ...], stop: exp.Expression) -> bool:
+    """Whether `node` is one of `parts` or under one of them (looking up to `stop`)."""
+    while node is not None and node is not stop:
+        if any(node is part for part in parts):
+            return True
+        node = node.parent
+    return False
 
 
 def key_columns(expression: exp.Expression) -> dict[str, set[str]]:
