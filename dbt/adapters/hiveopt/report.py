@@ -82,7 +82,7 @@ class Report:
         )
 
     def update(self, label: str, changes: dict[str, Any]) -> None:
-        """Merge `changes` into a model's record (the actual rows, read after its build)."""
+        """Merge `changes` into a model's record (the actual rows, read at the end of the invocation)."""
         with _lock:
             path = self._path(label, ".json")
             if not os.path.exists(path):
