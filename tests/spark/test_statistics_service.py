@@ -45,21 +45,30 @@ def test_one_pass_gathers_counts_ndv_nulls_ranges_and_key_detail(spark, stats_ta
     assert stats.column("id").heavy_hitters is not None  # integers are detailed on every full pass
 
 
-def test_a_pass_reads_the_columns_models_use_and_a_later_model_pays_only_for_what_it_adds(spark):
-    """A first read gathers the numbers and dates and the text columns the model uses, not every
-    column (a long comment column nobody reads cost lineitem most of its pass); a later model that
-    reads another column pays a pass over that column alone, merged into the same statistics."""
+def _wide_table(spark, table, names):
+    """A 5,000-row table of an id, a 5-value segment, a long comment nobody reads and a name
+    (`names`: its expression over id); an execute function for the service that records each
+    statement, and the list it records into."""
     spark.sql("CREATE DATABASE IF NOT EXISTS st")
-    spark.sql("DROP TABLE IF EXISTS st.wide")
-    spark.sql("""CREATE TABLE st.wide USING parquet AS
-                 SELECT id, concat('seg-', CAST(id % 5 AS STRING)) AS segment,
-                        repeat('x', 200) AS comment, concat('n', CAST(id AS STRING)) AS name
-                 FROM range(5000)""")
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    spark.sql(f"""CREATE TABLE {table} USING parquet AS
+                  SELECT id, concat('seg-', CAST(id % 5 AS STRING)) AS segment,
+                         repeat('x', 200) AS comment, concat('n', CAST({names} AS STRING)) AS name
+                  FROM range(5000)""")
     statements = []
 
     def execute(sql):
         statements.append(sql)
         return [tuple(r) for r in spark.sql(sql).collect()]
+
+    return execute, statements
+
+
+def test_a_pass_reads_the_columns_models_use_and_a_later_model_pays_only_for_what_it_adds(spark):
+    """A first read gathers the numbers and dates and the text columns the model uses, not every
+    column (a long comment column nobody reads cost lineitem most of its pass); a later model that
+    reads another column pays a pass over that column alone, merged into the same statistics."""
+    execute, statements = _wide_table(spark, "st.wide", names="id")
 
     s = StatisticsService(execute, stats_schema="hiveopt_test_narrow")
     stats, state, _ = s.ensure("st.wide", ["segment"], columns={"segment", "id"})
@@ -86,17 +95,7 @@ def test_a_first_pass_reads_the_columns_the_projects_models_name(spark):
     """With dbt's graph read (project_words), the first model's pass also reads and details the
     columns the project's other models name, so the model that joins or filters on them later
     finds them gathered: no narrow pass of its own. A column no model names stays unread."""
-    spark.sql("CREATE DATABASE IF NOT EXISTS st")
-    spark.sql("DROP TABLE IF EXISTS st.named")
-    spark.sql("""CREATE TABLE st.named USING parquet AS
-                 SELECT id, concat('seg-', CAST(id % 5 AS STRING)) AS segment,
-                        repeat('x', 200) AS comment, concat('n', CAST(id % 40 AS STRING)) AS name
-                 FROM range(5000)""")
-    statements = []
-
-    def execute(sql):
-        statements.append(sql)
-        return [tuple(r) for r in spark.sql(sql).collect()]
+    execute, statements = _wide_table(spark, "st.named", names="id % 40")
 
     s = StatisticsService(execute, stats_schema="hiveopt_test_named")
     s.project_words = {"st.named": {"select", "id", "segment", "name", "from", "where"}}

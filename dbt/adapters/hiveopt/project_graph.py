@@ -30,9 +30,7 @@ def read_by_models(graph: dict[str, Any], unique_id: str) -> bool:
 
 def own_table(model: dict[str, Any] | None) -> str | None:
     """`db.table` the model builds (an incremental model reads it in its is_incremental() filter)."""
-    if not model or not model.get("schema") or not (model.get("alias") or model.get("name")):
-        return None
-    return f"{model['schema']}.{model.get('alias') or model['name']}".lower()
+    return relation_name(model) if model else None
 
 
 # A word of SQL: what a column name looks like in a model's code.
@@ -70,14 +68,13 @@ def words_downstream(graph: dict[str, Any]) -> dict[str, set[str]]:
     nodes = {**(graph.get("sources") or {}), **(graph.get("nodes") or {})}
     upstream: dict[str, set[str]] = {}
 
-    def above(unique_id: str, seen: frozenset[str] = frozenset()) -> set[str]:
+    def above(unique_id: str) -> set[str]:
+        """Every node `unique_id` reads, directly or not (dbt's graph is acyclic; the empty set
+        put first only guards against a malformed one)."""
         if unique_id not in upstream:
+            upstream[unique_id] = set()
             parents = ((nodes.get(unique_id) or {}).get("depends_on") or {}).get("nodes") or []
-            found: set[str] = set()
-            for parent in parents:
-                if parent in nodes and parent not in seen:
-                    found |= {parent} | above(parent, seen | {unique_id})
-            upstream[unique_id] = found
+            upstream[unique_id] = {p for p in parents if p in nodes}.union(*(above(p) for p in parents if p in nodes))
         return upstream[unique_id]
 
     words: dict[str, set[str]] = {}
