@@ -49,6 +49,8 @@ class BuildRecords:
         self._unread: list[tuple[str, str]] = []  # (job description, label) of builds run, not read
         self._outcomes: dict[str, tuple[str, Outcome]] = {}  # unique_id -> (table, what ran)
         self.started: dict[str, float] = {}
+        # Whether this thread's Spark jobs carry a build's tag (a py4j call clears it: only then).
+        self._thread = threading.local()
 
     # -- before the build ---------------------------------------------------------------------
     def feedback(
@@ -72,8 +74,7 @@ class BuildRecords:
         be read from the session after it. Only models that run a query, on the session, and that
         have a join tree to compare with. Returns what the record says of it."""
         context = _spark_context(self.session)
-        if context is not None:  # a build that failed before its after-build step left its tag
-            context.setLocalProperty("spark.job.description", None)
+        self._untag(context)  # a build that failed before its after-build step left its tag
         trees = record.get("join_trees") or {}
         if materialization not in ("table", "incremental") or not (trees.get("chosen") or trees.get("written")):
             return "not measured: no join, or no query (a view)"
@@ -81,9 +82,15 @@ class BuildRecords:
             return f"not available on the {self.method} connection (read from the embedded session's SQL metrics)"
         description = f"hiveopt build {label} {time.perf_counter_ns()}"
         context.setLocalProperty("spark.job.description", description)
+        self._thread.tagged = True
         with self._lock:
             self._tags[unique_id] = (description, label)
         return "to be read at the end of the dbt invocation"
+
+    def _untag(self, context) -> None:
+        if context is not None and getattr(self._thread, "tagged", False):
+            context.setLocalProperty("spark.job.description", None)
+            self._thread.tagged = False
 
     def build_starts(self, unique_id: str) -> None:
         with self._lock:
@@ -93,8 +100,7 @@ class BuildRecords:
     def actual_rows(self, unique_id: str) -> None:
         """The build just ran: its actual rows are to be read (with the others', `read_actual_rows`)."""
         context = _spark_context(self.session)
-        if context is not None:
-            context.setLocalProperty("spark.job.description", None)
+        self._untag(context)
         with self._lock:
             tagged = self._tags.pop(unique_id, None)
             if context is None or tagged is None:

@@ -46,6 +46,7 @@ from dbt.adapters.hiveopt.optimizer.pipeline import (
     STORED_DEFINITIONS,
     pass_through,
 )
+from dbt.adapters.hiveopt.optimizer.single_relation import reads_one_relation
 from dbt.adapters.hiveopt.project_graph import own_table, read_by_models
 from dbt.adapters.hiveopt.report import Report, RunSummary, current_invocation, model_label
 from dbt.adapters.hiveopt.statistics_gathering import DEFAULT_SAMPLE_ABOVE_ROWS
@@ -72,23 +73,32 @@ class HiveoptAdapter(SparkAdapter):
         self._records: BuildRecords | None = None
         self._store_reader: threading.Thread | None = None
         self._server_slots = ServerTaskSlots()  # a server's, read from its cluster once
+        self._slots_of_session: int | None = None  # the embedded session's cores, read once
 
     @classmethod
     def type(cls) -> str:
         return "hiveopt"
 
     # -- settings -----------------------------------------------------------------------------
-    def _optimizer_block(self) -> dict[str, Any]:
+    def _optimizer_block(self, session: bool = True) -> dict[str, Any]:
+        """The profile's optimizer settings; with `session`, and on an embedded session, its cores
+        and its broadcast line where the profile does not set them (a server's cluster is asked
+        for its cores later, when a model needs them; its broadcast line is configured)."""
         block = dict(getattr(self.config.credentials, "optimizer", None) or {})
-        if self.config.credentials.method == SparkConnectionMethod.SESSION:
-            # An embedded session knows its cores and its broadcast line; a server's cluster is
-            # asked for its cores later (when a model needs them), its broadcast line is configured.
-            if "task_slots" not in block and session_task_slots():
-                block["task_slots"] = session_task_slots()
+        if session and self.config.credentials.method == SparkConnectionMethod.SESSION:
+            if "task_slots" not in block and self._session_slots():
+                block["task_slots"] = self._session_slots()
+            # Read each time (one py4j call): a model's pre-hook may SET it.
             threshold = session_broadcast_threshold()
             if "spark_broadcast_threshold_bytes" not in block and threshold is not None:
                 block["spark_broadcast_threshold_bytes"] = threshold
         return block
+
+    def _session_slots(self) -> int | None:
+        """The embedded session's cores (local[N]), read once: they do not change."""
+        if self._slots_of_session is None:
+            self._slots_of_session = session_task_slots()
+        return self._slots_of_session
 
     def _task_slots_from(self, model_config: dict[str, Any] | None) -> str:
         """Where a model's task_slots come from: its own config, the profile, the embedded
@@ -98,13 +108,13 @@ class HiveoptAdapter(SparkAdapter):
         if "task_slots" in (getattr(self.config.credentials, "optimizer", None) or {}):
             return "the profile"
         if self.config.credentials.method == SparkConnectionMethod.SESSION:
-            return "the embedded session (its cores)" if session_task_slots() else "the default"
+            return "the embedded session (its cores)" if self._session_slots() else "the default"
         if self.config.credentials.method in (SparkConnectionMethod.THRIFT, HiveoptConnectionMethod.CONNECT):
             return SERVER_SLOTS
         return "the default"
 
     def _stats_settings(self) -> dict[str, Any]:
-        return stats_settings(self._optimizer_block())
+        return stats_settings(self._optimizer_block(session=False))
 
     def _run_sql(self, sql: str) -> list[tuple]:
         fetch = sql.lstrip().lower().startswith(_FETCHING)
@@ -270,6 +280,8 @@ class HiveoptAdapter(SparkAdapter):
         values, the server's task slots when nothing sets them), then the pure optimizer."""
         if not any(config.rule_enabled(name) for name in RULE_NAMES):
             return optimize(sql, OptimizerContext(config=config, model=label)), {}
+        if reads_one_relation(sql):  # from its tokens: no parse either
+            return pass_through(sql, NOTHING_TO_REWRITE), {}
         try:
             parsed = parse_query(sql)
         except UnsupportedQuery as error:
@@ -379,7 +391,7 @@ class HiveoptAdapter(SparkAdapter):
         except Exception as error:  # a lost outcome costs one more exploring build, nothing else
             logger.debug(f"{label}: build outcome not recorded ({first_line(error)})")
         try:
-            config = OptimizerConfig.from_dicts(self._optimizer_block(), model_config or {})
+            config = OptimizerConfig.from_dicts(self._optimizer_block(session=False), model_config or {})
             if not config.enabled or not bool(self._stats_settings().get("auto_gather", True)):
                 return ""
             started = self.records.started.pop(unique_id, None)
