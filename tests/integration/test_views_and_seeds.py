@@ -21,6 +21,8 @@ from collections import Counter
 import pytest
 from helpers.dbt_run import Events, run_dbt
 
+from dbt.adapters.hiveopt.model_inputs import FIRST_PASS
+
 pytestmark = pytest.mark.integration
 
 SOURCE_DB = "vws_src"
@@ -322,7 +324,9 @@ def test_a_view_over_a_rebuilt_table_gets_fresh_estimates(spark, views_project):
     assert dbt(root, "run", "--select", "asia_revenue").success
     mart = record(root, "asia_revenue")
     assert mart["statistics_used"]["vws.stg_orders"]["rows"] == 90000
-    assert mart["statistics_gathering"][f"{SOURCE_DB}.orders"]["state"] == "gathered"
+    # gathered again, by the invocation's one pass over the tables its models read
+    assert mart["statistics_gathering"][f"{SOURCE_DB}.orders"]["state"].startswith("gathered")
+    assert f"{SOURCE_DB}.orders" in mart["statistics_gathering"][FIRST_PASS]["tables"]
 
 
 def test_spark_honours_a_broadcast_hint_on_a_view_alias(spark):

@@ -75,7 +75,7 @@ def test_a_pass_reads_the_columns_models_use_and_a_later_model_pays_only_for_wha
     assert state == "gathered" and set(stats.columns) == {"id", "segment"}
     assert stats.column("segment").heavy_hitters is not None and stats.column("segment").ndv.value == 5
     (first_pass,) = [q for q in statements if "APPROX_COUNT_DISTINCT" in q.upper()]
-    assert "comment" not in first_pass and "name" not in first_pass
+    assert "`comment`" not in first_pass and "`name`" not in first_pass
     # the same columns again: nothing to do
     assert s.ensure("st.wide", ["segment"], columns={"segment"})[1] == "current"
     # a model that also reads `name`: one pass over `name` alone, merged
@@ -83,7 +83,7 @@ def test_a_pass_reads_the_columns_models_use_and_a_later_model_pays_only_for_wha
     stats, state, _ = s.ensure("st.wide", [], columns={"segment", "name"})
     assert state == "gathered name (a narrow pass)" and set(stats.columns) == {"id", "segment", "name"}
     (second_pass,) = [q for q in statements if "APPROX_COUNT_DISTINCT" in q.upper()]
-    assert "name" in second_pass and "segment" not in second_pass and "comment" not in second_pass
+    assert "`name`" in second_pass and "`segment`" not in second_pass and "`comment`" not in second_pass
     assert stats.row_count.value == 5000 and s.full_passes["st.wide"] == 1
     # stored merged: another run reads both columns back
     s.flush()
@@ -102,7 +102,7 @@ def test_a_first_pass_reads_the_columns_the_projects_models_name(spark):
     stats, state, _ = s.ensure("st.named", ["segment"], columns={"segment", "id"})
     assert state == "gathered" and set(stats.columns) == {"id", "segment", "name"}
     (first_pass,) = [q for q in statements if "APPROX_COUNT_DISTINCT" in q.upper()]
-    assert "comment" not in first_pass
+    assert "`comment`" not in first_pass
     assert stats.column("name").heavy_hitters is not None
     assert stats.column("name").ndv.value == pytest.approx(40, rel=0.1)
     statements.clear()
@@ -169,6 +169,48 @@ def test_a_big_table_is_read_from_a_sample_and_scaled_up(spark):
     hot_value, hot_count = stats.column("k").heavy_hitters[0]
     assert hot_value == 1 and hot_count == pytest.approx(320000, rel=0.1)
     assert stats.column("id").ndv.precision == Precision.ESTIMATED
+
+
+def test_several_tables_are_gathered_in_one_job(spark, stats_table):
+    """gather_many: one query counts the big tables, one query passes over every table that
+    lacks statistics (a sample of the big one); the statistics are those of a pass of its own.
+    A table with current statistics, and a view, are left out."""
+    spark.sql("DROP TABLE IF EXISTS st.big_many")
+    spark.sql("""CREATE TABLE st.big_many USING parquet AS
+                 SELECT id, IF(id % 10 < 8, 1, id % 100) AS k FROM range(400000)""")
+    spark.sql("CREATE OR REPLACE VIEW st.events_many_v AS SELECT * FROM st.events")
+    spark.sql("DROP TABLE IF EXISTS st.small_many")
+    spark.sql("CREATE TABLE st.small_many USING parquet AS SELECT id, id % 3 AS k FROM range(50)")
+    statements = []
+
+    def execute(sql):
+        statements.append(sql)
+        return [tuple(r) for r in spark.sql(sql).collect()]
+
+    schema = "hiveopt_test_batch"
+    spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
+    settings = dict(stats_schema=schema, sample_above_rows=100000, sample_rows=40000, sample_check_above_bytes=0)
+    StatisticsService(execute, **settings).gather("st.small_many")  # current already, and stored
+    s = StatisticsService(execute, **settings)
+    s.project_words = {"st.big_many": {"id", "k"}, stats_table: {"hot_key", "name"}}
+    statements.clear()
+    gathered, seconds = s.gather_many(["st.big_many", stats_table, "st.events_many_v", "st.small_many"])
+    assert set(gathered) == {"st.big_many", stats_table} and seconds > 0
+    passes = [q for q in statements if "APPROX_COUNT_DISTINCT" in q.upper()]
+    counts = [q for q in statements if q.upper().startswith("SELECT 'ST.") and "APPROX" not in q.upper()]
+    assert len(passes) == 1 and len(counts) == 1 and "TABLESAMPLE (10.0 PERCENT)" in passes[0]
+    big = gathered["st.big_many"]
+    assert big.row_count.value == 400000 and big.column("id").ndv.value == pytest.approx(400000, rel=0.15)
+    assert big.column("k").heavy_hitters[0][0] == 1
+    events = gathered[stats_table]
+    assert set(events.columns) == {"hot_key", "name"}  # the columns the project's models name
+    assert events.column("hot_key").heavy_hitters[0][0] == 7 and events.row_count.value == 20000
+    assert events.column("name").null_count.value == 4000
+    assert s.full_passes == {"st.big_many": 1, stats_table: 1}
+    # asked again (another model): nothing left to gather, no pass
+    statements.clear()
+    assert s.gather_many(["st.big_many", stats_table]) == ({}, 0.0) and not statements
+    assert s.current("st.big_many")[1] == "current"
 
 
 def test_views_have_no_statistics(spark, stats_table):

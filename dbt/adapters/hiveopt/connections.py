@@ -207,6 +207,7 @@ def ensure_local_session(credentials: HiveoptCredentials) -> None:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    spark_connect.quiet_pyspark_errors()
     with _session_lock:
         if SparkContext._active_spark_context is not None:
             return

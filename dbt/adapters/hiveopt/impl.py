@@ -170,12 +170,14 @@ class HiveoptAdapter(SparkAdapter):
         materialization: str | None = None,
         temporary: bool = False,
         graph: dict[str, Any] | None = None,
+        selected: list[str] | None = None,
     ) -> str:
         """The SQL Spark runs for the model: optimized, or as written (with the reason recorded).
-        `graph`: dbt's, whose models' code says which columns statistics passes should read."""
+        `graph`: dbt's, whose models' code says which columns statistics passes should read;
+        `selected`: dbt's selected_resources, the nodes this invocation builds."""
         entered = time.perf_counter()
         label = model_label(model, relation)
-        self.inputs.read_project(graph)
+        self.inputs.read_project(graph, selected)
         if relation is not None and getattr(relation, "schema", None) and getattr(relation, "identifier", None):
             # Built now: what this invocation's catalog cache says of it no longer holds.
             self.inputs.forget(f"{relation.schema}.{relation.identifier}")

@@ -39,13 +39,17 @@ from dbt.adapters.hiveopt.optimizer.context import FetchedValues, ValueFetch
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery
 from dbt.adapters.hiveopt.optimizer.view_statistics import base_columns, view_statistics
-from dbt.adapters.hiveopt.project_graph import words_downstream
+from dbt.adapters.hiveopt.project_graph import read_unbuilt, words_downstream
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
 from dbt.adapters.hiveopt.statistics_store import first_line
 
 RunBounded = Callable[[str, float], list[tuple[Any, ...]]]
 # Views over views over ...: deeper than this, the view is left without statistics.
 MAX_VIEW_DEPTH = 8
+# The record's entry for the invocation's first statistics pass (InputGatherer._first_pass).
+FIRST_PASS = "(the invocation's first statistics pass)"
+# A table's entry in the record of the model that ran that pass.
+FIRST_PASS_STATE = "gathered by the invocation's first statistics pass"
 
 
 def fetch_small_side_values(fetch: ValueFetch, max_values: int, run) -> FetchedValues:
@@ -99,18 +103,52 @@ class InputGatherer:
         self.debug = debug
         self._project_lock = threading.Lock()
         self._project_read = False
+        # What the invocation's selected models read and it does not build (read_project): the
+        # tables they may need statistics of, and the views in between; and the lock the first
+        # model that needs statistics holds while one pass gathers them.
+        self._first_tables: list[str] = []
+        self._unbuilt_views: list[str] = []
+        self._first_lock = threading.Lock()
+        self._first_done = False
 
-    def read_project(self, graph: dict[str, Any] | None) -> None:
+    def read_project(self, graph: dict[str, Any] | None, selected: list[str] | None = None) -> None:
         """dbt's graph, once per invocation: the column names the project's models use of each
-        relation, which a first statistics pass then reads (project_graph.words_downstream)."""
+        relation, which a first statistics pass then reads (project_graph.words_downstream), and,
+        with dbt's `selected_resources`, the tables the selected models may need statistics of."""
         with self._project_lock:
             if self._project_read or not graph:
                 return
             self._project_read = True
         try:
             self.statistics.project_words = words_downstream(graph)
+            self._first_tables, self._unbuilt_views = read_unbuilt(graph, selected or [])
         except Exception as error:  # each pass reads what its model names, as without it
             self.debug(f"hiveopt: the project's column names not read ({first_line(error)})")
+
+    def _first_pass(self, gathering: dict[str, Any]) -> None:
+        """Once per invocation, before the first model's statistics: one pass (one Spark job) over
+        every table the selected models may need statistics of that has none, or stale ones,
+        instead of a job per table as each model first reads it (TPC-H SF 0.1, the example
+        project's five sources: 2.7 s of passes one by one on a warm session). The model that
+        runs it records the pass; models that need statistics meanwhile wait for it."""
+        with self._first_lock:
+            if self._first_done:
+                return
+            self._first_done = True
+            if not self._first_tables:
+                return
+            try:
+                gathered, seconds = self.statistics.gather_many(self._first_tables)
+            except Exception as error:  # each model gathers what it reads, one table at a time
+                self.debug(f"hiveopt: the invocation's first statistics pass failed ({first_line(error)})")
+                return
+            if gathered:
+                gathering[FIRST_PASS] = {
+                    "state": f"one pass over the {len(gathered)} tables the selected models read that lacked "
+                    f"statistics: {', '.join(sorted(gathered))}",
+                    "seconds": round(seconds, 3),
+                    "tables": sorted(gathered),
+                }
 
     def forget(self, name: str) -> None:
         """The invocation is about to build `name`: what the catalog said of it no longer holds."""
@@ -152,6 +190,8 @@ class InputGatherer:
             return inputs  # optimize() prepares it again and reports why; no statistics I/O for it
         if not needs_statistics(inputs.prepared.expression, config):
             return inputs
+        if auto_gather and tables:  # a model that reads tables (a unit test reads its fixtures)
+            self._first_pass(inputs.gathering)
         keys = key_columns(inputs.prepared.expression)
         used = referenced_columns(inputs.prepared.expression)
         self._describe_bases(views)
@@ -176,8 +216,8 @@ class InputGatherer:
         this invocation's catalog: how big a build's inputs were (None: a size unknown)."""
         total = 0.0
         for name, entry in gathering.items():
-            if isinstance(entry, dict) and "over" in entry:
-                continue  # a view: its tables are entries of their own
+            if isinstance(entry, dict) and ("over" in entry or "tables" in entry):
+                continue  # a view: its tables are entries of their own; the invocation's first pass
             size = self.statistics.describe(name).size_bytes
             if size is None:
                 return None
@@ -203,7 +243,10 @@ class InputGatherer:
         bucketing: dict[str, list[str]] = {}
         partitioning: dict[str, list[str]] = {}
         views: set[str] = set()
-        self.statistics.describe_many(tables)
+        # The first model to need statistics describes, with what it reads, everything the selected
+        # models read that the invocation does not build (one SHOW TABLE EXTENDED per database).
+        first = [] if self._first_done else [*self._first_tables, *self._unbuilt_views]
+        self.statistics.describe_many([*tables, *first])
         for name in tables:
             db, table = name.split(".", 1)
             try:
@@ -286,6 +329,8 @@ class InputGatherer:
             self.statistics.warn_once(f"gather:{name}", f"statistics of {name} not gathered ({first_line(error)})")
             gathering[name] = {"state": f"failed: {first_line(error)}", "seconds": 0.0}
             return None
+        if state == "current" and name.lower() in (gathering.get(FIRST_PASS) or {}).get("tables", ()):
+            state = FIRST_PASS_STATE
         gathering[name] = {"state": state, "seconds": round(seconds, 3)}
         return stats
 

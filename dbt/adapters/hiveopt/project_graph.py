@@ -8,7 +8,10 @@ other models read a node, and the table a model builds.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
+
+from dbt.adapters.hiveopt.optimizer.single_relation import reads_one_relation
 
 # Nodes that read a model through ref() and are built from it (tests only read, and cheaply).
 _READERS = ("model", "snapshot")
@@ -87,3 +90,81 @@ def words_downstream(graph: dict[str, Any]) -> dict[str, set[str]]:
             if name:
                 words.setdefault(name, set()).update(said)
     return words
+
+
+# Materializations that hold no data of their own: statistics are those of what they read.
+_THROUGH = ("view", "ephemeral")
+_JINJA = re.compile(r"\{#.*?#\}|\{%.*?%\}", re.S)
+_JINJA_VALUE = re.compile(r"\{\{.*?\}\}", re.S)
+
+
+def may_use_statistics(raw_code: str) -> bool:
+    """Whether a model's code (Jinja and all) may give a rule something to do: anything but one
+    SELECT over one relation. Jinja tags are dropped and their bodies kept (an is_incremental()
+    filter's subquery counts), values become a name.
+
+    >>> may_use_statistics("select a from {{ ref('x') }} where d > '{{ var('d') }}'")
+    False
+    >>> may_use_statistics("select a from {{ ref('x') }} x join {{ ref('y') }} y on x.k = y.k")
+    True
+    >>> may_use_statistics("select a from {{ ref('x') }} {% if is_incremental() %} "
+    ...                    "where a > (select max(a) from {{ this }}) {% endif %}")
+    True
+    """
+    return not reads_one_relation(_JINJA_VALUE.sub(" x ", _JINJA.sub(" ", raw_code)))
+
+
+def read_unbuilt(graph: dict[str, Any], selected: Iterable[str]) -> tuple[list[str], list[str]]:
+    """What the selected table and incremental models of an invocation that may use statistics
+    read and the invocation does not build (`db.table`): the tables (sources, seeds, models that
+    hold data), whose statistics they may use, and the views in between (walked through, as
+    ephemeral models are, down to tables). Those the invocation builds (selected) are left out:
+    their catalog entry changes with their build, and their statistics are gathered after it.
+
+    >>> graph = {"sources": {"source.p.s.orders": {"resource_type": "source", "schema": "s", "identifier": "orders"},
+    ...                      "source.p.s.items": {"resource_type": "source", "schema": "s", "identifier": "items"}},
+    ...          "nodes": {
+    ...   "seed.p.codes": {"resource_type": "seed", "schema": "a", "name": "codes", "config": {}},
+    ...   "model.p.stg": {"resource_type": "model", "schema": "a", "name": "stg", "config": {"materialized": "view"},
+    ...                   "raw_code": "select * from x", "depends_on": {"nodes": ["source.p.s.orders"]}},
+    ...   "model.p.mart": {"resource_type": "model", "schema": "a", "name": "mart", "config": {"materialized": "table"},
+    ...                    "raw_code": "select * from a join b on a.k = b.k",
+    ...                    "depends_on": {"nodes": ["model.p.stg", "seed.p.codes"]}},
+    ...   "model.p.flat": {"resource_type": "model", "schema": "a", "name": "flat", "config": {"materialized": "table"},
+    ...                    "raw_code": "select * from x", "depends_on": {"nodes": ["source.p.s.items"]}}}}
+    >>> read_unbuilt(graph, ["model.p.mart", "model.p.flat", "model.p.stg"])
+    (['a.codes', 's.orders'], [])
+    >>> read_unbuilt(graph, ["model.p.mart"])
+    (['a.codes', 's.orders'], ['a.stg'])
+    """
+    nodes = {**(graph.get("sources") or {}), **(graph.get("nodes") or {})}
+    chosen = set(selected)
+    tables: set[str] = set()
+    views: set[str] = set()
+    seen: set[str] = set()
+
+    def below(unique_id: str) -> None:
+        for parent in ((nodes.get(unique_id) or {}).get("depends_on") or {}).get("nodes") or []:
+            if parent in seen or parent not in nodes:
+                continue
+            seen.add(parent)
+            node = nodes[parent]
+            name = relation_name(node)
+            materialized = (node.get("config") or {}).get("materialized")
+            if node.get("resource_type") == "model" and materialized in _THROUGH:
+                if materialized == "view" and parent not in chosen and name:
+                    views.add(name)
+                below(parent)
+            elif parent not in chosen and node.get("resource_type") in ("source", "seed", "model", "snapshot"):
+                if name:
+                    tables.add(name)
+
+    for unique_id in chosen:
+        node = nodes.get(unique_id) or {}
+        if node.get("resource_type") != "model":
+            continue
+        if (node.get("config") or {}).get("materialized") not in ("table", "incremental"):
+            continue
+        if may_use_statistics(str(node.get("raw_code") or "")):
+            below(unique_id)
+    return sorted(tables), sorted(views)

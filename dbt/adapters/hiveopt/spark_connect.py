@@ -36,7 +36,8 @@ CONNECT_CLIENT_RETRIES = 4
 # and dbt's users need the server's message, not the trace.
 SESSION_SETTINGS = {"spark.sql.connect.serverStacktrace.enabled": "false"}
 # pyspark logs every SQL error with a query context as a JSON line on stderr (its
-# SQLQueryContextLogger) before raising it; dbt reports the same error once, as a dbt error.
+# SQLQueryContextLogger) before raising it, on Spark Connect and on an embedded session alike;
+# dbt reports the same error once, as a dbt error.
 _PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 _MARKER = re.compile(r"%s")
 
@@ -53,7 +54,7 @@ def placeholders_to_markers(sql: str) -> str:
     return _MARKER.sub("?", sql)
 
 
-def _quiet_pyspark() -> None:
+def quiet_pyspark_errors() -> None:
     for name in _PYSPARK_ERROR_LOGGERS:
         logging.getLogger(name).disabled = True
 
@@ -72,7 +73,7 @@ def import_client():
             "method: connect needs pyspark's Spark Connect client: pip install 'pyspark[connect]' "
             f"(ImportError: {error})"
         ) from error
-    _quiet_pyspark()
+    quiet_pyspark_errors()
     return SparkSession
 
 

@@ -151,6 +151,67 @@ def gather_query(
     return exp.select(*projections).from_(source)
 
 
+def batched(queries: dict[str, exp.Select]) -> exp.Query:
+    """Several tables' aggregate passes as one query (one Spark job, whose scans run side by
+    side): a row per table, its name and its pass's row as JSON, read back by `parse_batched_row`.
+    Each pass alone paid a job's fixed cost: TPC-H SF 0.1 supplier (1,000 rows) 0.26 s warm.
+
+    >>> q = batched({"db.a": exp.select(exp.alias_(exp.Count(this=exp.Star()), "row_count")).from_("db.a")})
+    >>> q.sql("spark")
+    "SELECT 'db.a' AS table_name, TO_JSON(STRUCT(*)) AS payload FROM (SELECT COUNT(*) AS row_count FROM db.a) AS q"
+    """
+    branches = [
+        exp.select(
+            exp.alias_(exp.Literal.string(name), "table_name"),
+            exp.alias_(exp.func("to_json", exp.func("struct", exp.Star())), "payload"),
+        ).from_(query.subquery("q"))
+        for name, query in queries.items()
+    ]
+    union: exp.Query = branches[0]
+    for branch in branches[1:]:
+        union = exp.union(union, branch, distinct=False)
+    return union
+
+
+def parse_batched_row(query: exp.Select, payload: Any) -> list[Any]:
+    """A table's row of `batched`, in the order of its pass's columns (a NULL is left out of the
+    JSON: None).
+
+    >>> q = exp.select(exp.alias_(exp.Count(this=exp.Star()), "row_count"), exp.alias_("x", "c0_min")).from_("t")
+    >>> parse_batched_row(q, '{"row_count": 3}')
+    [3, None]
+    """
+    values = json.loads(str(payload))
+    return [values.get(p.alias_or_name) for p in query.selects]
+
+
+def count_query(tables: Sequence[str]) -> exp.Query:
+    """The exact row counts of several tables in one query (Parquet answers each from its file
+    footers).
+
+    >>> print(count_query(["db.a", "db.b"]).sql("spark", pretty=True))
+    SELECT
+      'db.a' AS table_name,
+      COUNT(*) AS row_count
+    FROM db.a
+    UNION ALL
+    SELECT
+      'db.b' AS table_name,
+      COUNT(*) AS row_count
+    FROM db.b
+    """
+    branches = [
+        exp.select(
+            exp.alias_(exp.Literal.string(name), "table_name"), exp.alias_(exp.Count(this=exp.Star()), "row_count")
+        ).from_(exp.to_table(name))
+        for name in tables
+    ]
+    union: exp.Query = branches[0]
+    for branch in branches[1:]:
+        union = exp.union(union, branch, distinct=False)
+    return union
+
+
 def sample_ndv(seen: float, sampled: float, total: float) -> float:
     """The distinct values of a column of `total` non-null values, `seen` of which showed up in a
     Bernoulli sample of `sampled` of them: the D whose expected distinct count in such a sample,

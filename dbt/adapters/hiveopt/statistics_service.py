@@ -19,6 +19,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +36,10 @@ from dbt.adapters.hiveopt.statistics_gathering import (
     SAMPLE_CHECK_ABOVE_BYTES,
     SAMPLE_ROWS,
     base_type,
+    batched,
+    count_query,
     gather_query,
+    parse_batched_row,
     parse_gather_row,
     scale_sample,
     statistics_from_rows,
@@ -144,30 +148,40 @@ class StatisticsService(StatisticsStore):
     def describe_many(self, names: Iterable[str]) -> None:
         """Read what the catalog says of several relations at once into this run's cache: one
         SHOW TABLE EXTENDED per database instead of a DESCRIBE per relation (six relations: 53 ms
-        against 147 ms on a warm local session). A relation it does not answer for, or one with no
-        size in the catalog, is left to `describe`."""
-        by_db: dict[str, list[str]] = {}
-        with self._lock:
-            for name in {n.lower() for n in names}:
-                db, _, table = name.partition(".")
-                if name not in self._infos and _PLAIN_NAME.match(db) and _PLAIN_NAME.match(table):
-                    by_db.setdefault(db, []).append(table)
-        for db, tables in by_db.items():
-            if len(tables) < 2:
-                continue  # one relation: DESCRIBE says the same
-            pattern = exp.Literal.string("|".join(sorted(tables))).sql(DIALECT)
-            try:
-                rows = self.execute(f"SHOW TABLE EXTENDED IN {exp.to_identifier(db).sql(DIALECT)} LIKE {pattern}")
-            except Exception:  # describe() reads them one by one
+        against 147 ms on a warm local session). One statement per database at a time: a thread
+        that asks for a database another thread is reading waits, then reads only what is still
+        missing (four marts starting together described the same sources four times). A relation
+        it does not answer for, or one with no size in the catalog, is left to `describe`."""
+        wanted = {n.lower() for n in names}
+        for db in sorted({name.partition(".")[0] for name in wanted}):
+            with self._table_lock(f"{db}.*"):
+                with self._lock:
+                    tables = sorted(
+                        table
+                        for d, _, table in (name.partition(".") for name in wanted)
+                        if d == db
+                        and f"{d}.{table}" not in self._infos
+                        and _PLAIN_NAME.match(d)
+                        and _PLAIN_NAME.match(table)
+                    )
+                if len(tables) < 2:
+                    continue  # one relation: DESCRIBE says the same
+                self._show_extended(db, tables)
+
+    def _show_extended(self, db: str, tables: list[str]) -> None:
+        pattern = exp.Literal.string("|".join(tables)).sql(DIALECT)
+        try:
+            rows = self.execute(f"SHOW TABLE EXTENDED IN {exp.to_identifier(db).sql(DIALECT)} LIKE {pattern}")
+        except Exception:  # describe() reads them one by one
+            return
+        for row in rows:
+            database, table, temporary, information = (str(v or "") for v in row[:4])
+            if temporary.lower() == "true" or database.lower() != db or table.lower() not in tables:
                 continue
-            for row in rows:
-                database, table, temporary, information = (str(v or "") for v in row[:4])
-                if temporary.lower() == "true" or database.lower() != db or table.lower() not in tables:
-                    continue
-                info = parse_show_extended(f"{db}.{table}", information)
-                if info.is_view or info.size_bytes is not None:
-                    with self._lock:
-                        self._infos.setdefault(info.name, info)
+            info = parse_show_extended(f"{db}.{table}", information)
+            if info.is_view or info.size_bytes is not None:
+                with self._lock:
+                    self._infos.setdefault(info.name, info)
 
     def forget(self, name: str) -> None:
         """Drop what DESCRIBE said of a relation this invocation is about to (re)build."""
@@ -177,36 +191,79 @@ class StatisticsService(StatisticsStore):
     # -- the store ----------------------------------------------------------------------------
     def gather(self, name: str, key_columns: Iterable[str] = (), columns: Iterable[str] | None = None) -> GatherResult:
         """The full pass: one aggregate over the table, with detail (heavy hitters, histogram) for
-        key columns. `columns`: read only these of the table's text and other columns (numbers
-        and dates are always read: cheap, and the usual keys of the next model); None reads all.
-        One at a time per table: a second caller waits for the first."""
+        key columns. `columns`: read only these of the table's columns, and those the project's
+        models name (numbers and dates too where the project's models are not known); None
+        reads all. One at a time per table: a second caller waits for the first."""
         with self._table_lock(name):
             info = self.describe(name)
             self.load()
-            previous = self._stored(name.lower())
-            keys = {k.lower() for k in key_columns}
-            wanted = None if columns is None else {c.lower() for c in columns} | keys
-            if previous is not None:  # keep what earlier models asked for: detail and columns
-                keys |= {c for c, s in previous.columns.items() if s.heavy_hitters is not None}
-                wanted = None if wanted is None else wanted | set(previous.columns)
-            # Number and date columns get detail whether or not this model joins on them: the
-            # next model that does would otherwise pay a second pass over the table. So do the
-            # columns the project's other models name (see project_graph.words_downstream).
-            keys |= {c.lower() for c, t in info.columns.items() if base_type(t) in ALWAYS_DETAILED_TYPES}
+            read, keys = self._pass_plan(name, info, key_columns, columns)
+            stats, seconds = self._run_pass(name, read, keys)
+            self._keep_full_pass(name, info, stats, seconds)
+            return GatherResult(stats, seconds)
+
+    def gather_many(self, names: Iterable[str]) -> tuple[dict[str, TableStats], float]:
+        """One pass over several tables, in one Spark job (statistics_gathering.batched), for those
+        of them that lack current statistics once their locks are held (another thread may have
+        gathered one meanwhile); each reads the columns the project's models name, as a first
+        pass does. Returns what was gathered and the seconds the job took. Views, and tables the
+        catalog cannot describe, are left out."""
+        tables = sorted({n.lower() for n in names})
+        self.describe_many(tables)
+        infos: dict[str, TableInfo] = {}
+        for name in tables:
+            try:
+                info = self.describe(name)
+            except Exception:  # a relation the catalog does not know: its model says why
+                continue
+            if not info.is_view:
+                infos[name] = info
+        with ExitStack() as held:
+            for name in infos:  # in sorted order: two batches never wait for each other
+                held.enter_context(self._table_lock(name))
+            self.load()
+            plans = {
+                name: self._pass_plan(name, info, (), set())
+                for name, info in infos.items()
+                if self.current(name)[0] is None
+            }
+            if not plans:
+                return {}, 0.0
+            gathered, seconds = self._run_passes(plans)
+            for name, stats in gathered.items():
+                self._keep_full_pass(name, infos[name], stats, seconds / len(gathered))
+            return gathered, seconds
+
+    def _pass_plan(
+        self, name: str, info: TableInfo, key_columns: Iterable[str], columns: Iterable[str] | None
+    ) -> tuple[dict[str, str], set[str]]:
+        """What a full pass over a table reads (column -> type) and details (heavy hitters and a
+        histogram): the columns asked for, the columns earlier passes read, and the columns the
+        project's models name (project_graph.words_downstream). Where the project's words are not
+        known (a run-operation, a test), every number and date column too: the usual join and
+        range keys, cheap to sketch, which a later model would otherwise pay a narrow pass for."""
+        previous = self._stored(name.lower())
+        keys = {k.lower() for k in key_columns}
+        wanted = None if columns is None else {c.lower() for c in columns} | keys
+        if previous is not None:  # keep what earlier models asked for: detail and columns
+            keys |= {c for c, s in previous.columns.items() if s.heavy_hitters is not None}
+            wanted = None if wanted is None else wanted | set(previous.columns)
+        if name.lower() in self.project_words:
             named = self._named_by_project(name, info)
             keys |= named
             wanted = None if wanted is None else wanted | named
-            read = {
-                c: t
-                for c, t in info.columns.items()
-                if wanted is None or c.lower() in wanted or base_type(t) in ALWAYS_DETAILED_TYPES
-            }
-            stats, seconds = self._run_pass(name, read, keys, info.fingerprint)
-            stats.size_bytes = Estimate.exact(info.size_bytes) if info.size_bytes is not None else Estimate.absent()
-            with self._lock:
-                self.full_passes[name.lower()] = self.full_passes.get(name.lower(), 0) + 1
-            self.save(name, stats, seconds)
-            return GatherResult(stats, seconds)
+        else:
+            numbers = {c.lower() for c, t in info.columns.items() if base_type(t) in ALWAYS_DETAILED_TYPES}
+            keys |= numbers
+            wanted = None if wanted is None else wanted | numbers
+        read = {c: t for c, t in info.columns.items() if wanted is None or c.lower() in wanted}
+        return read, keys & {c.lower() for c in read}
+
+    def _keep_full_pass(self, name: str, info: TableInfo, stats: TableStats, seconds: float) -> None:
+        stats.size_bytes = Estimate.exact(info.size_bytes) if info.size_bytes is not None else Estimate.absent()
+        with self._lock:
+            self.full_passes[name.lower()] = self.full_passes.get(name.lower(), 0) + 1
+        self.save(name, stats, seconds)
 
     def _named_by_project(self, name: str, info: TableInfo) -> set[str]:
         """The table's columns (lowercase) that the code of the models reading it names, when the
@@ -244,7 +301,7 @@ class StatisticsService(StatisticsStore):
             wanted = {c.lower() for c in columns} | keys
             read = {c: t for c, t in info.columns.items() if c.lower() in wanted}
             keys |= {c.lower() for c, t in read.items() if base_type(t) in ALWAYS_DETAILED_TYPES}
-            detail, seconds = self._run_pass(name, read, keys, info.fingerprint, known_rows=stats.row_count)
+            detail, seconds = self._run_pass(name, read, keys, known_rows=stats.row_count)
             merged_stats = TableStats.from_dict(stats.to_dict())
             for column_name, column in detail.columns.items():
                 merged = merged_stats.columns.setdefault(column_name, column)
@@ -259,36 +316,56 @@ class StatisticsService(StatisticsStore):
         name: str,
         columns: dict[str, str],
         keys: set[str],
-        fingerprint: str,
         known_rows: Estimate | None = None,
     ) -> tuple[TableStats, float]:
         """One aggregate over `columns`; `known_rows`: the exact row count of the table as it is
         (from a pass over the same data), which spares a big table its COUNT(*)."""
-        size = self.describe(name).size_bytes
+        counted = {name.lower(): int(known_rows.value)} if known_rows is not None and known_rows.is_exact else {}
+        gathered, seconds = self._run_passes({name.lower(): (columns, keys)}, counted)
+        return gathered[name.lower()], seconds
+
+    def _run_passes(
+        self, plans: dict[str, tuple[dict[str, str], set[str]]], counted: dict[str, int] | None = None
+    ) -> tuple[dict[str, TableStats], float]:
+        """The aggregate passes of several tables (name -> columns read, key columns detailed) as
+        one query; a big table is read from a sample after an exact count (one query counts them
+        all, from Parquet footers) unless `counted` knows its rows."""
         with self._lock:
             self.passes += 1
         started = time.perf_counter()
-        rows, percent = None, None
-        if self.sample_above_rows and size is not None and size > self.sample_check_above_bytes:
-            # A big table: count it (from Parquet footers), then read a sample of it.
-            if known_rows is not None and known_rows.is_exact:
-                rows = int(known_rows.value)
-            else:
-                count = exp.select(exp.Count(this=exp.Star())).from_(exp.to_table(name))
-                rows = int(float(self.execute(count.sql(DIALECT))[0][0]))
-            if rows > self.sample_above_rows:
-                percent = 100.0 * self.sample_rows / rows
-        query = gather_query(name, columns, keys, self.heavy_hitters, self.buckets, sample_percent=percent)
-        result = self.execute(query.sql(DIALECT))
-        names = [p.alias_or_name for p in query.selects]
-        stats = parse_gather_row(names, result[0], columns, fingerprint)
-        if percent is not None:
-            stats = scale_sample(stats, rows)
-        seconds = time.perf_counter() - started
-        for key in keys:  # detail asked for: [] records "gathered, nothing hot" (or not applicable)
-            if key in stats.columns and stats.columns[key].heavy_hitters is None:
-                stats.columns[key].heavy_hitters = []
-        return stats, seconds
+        rows = dict(counted or {})
+        big = [
+            name
+            for name in plans
+            if name not in rows
+            and self.sample_above_rows
+            and (self.describe(name).size_bytes or 0) > self.sample_check_above_bytes
+        ]
+        if big:
+            rows.update({str(t).lower(): int(float(n)) for t, n in self.execute(count_query(big).sql(DIALECT))})
+        percents = {
+            name: 100.0 * self.sample_rows / rows[name]
+            for name in plans
+            if self.sample_above_rows and rows.get(name, 0) > self.sample_above_rows
+        }
+        queries = {
+            name: gather_query(name, read, keys, self.heavy_hitters, self.buckets, sample_percent=percents.get(name))
+            for name, (read, keys) in plans.items()
+        }
+        gathered: dict[str, TableStats] = {}
+        for table_name, payload in self.execute(batched(queries).sql(DIALECT)):
+            name = str(table_name).lower()
+            read, keys = plans[name]
+            query = queries[name]
+            names = [p.alias_or_name for p in query.selects]
+            stats = parse_gather_row(names, parse_batched_row(query, payload), read, self.describe(name).fingerprint)
+            if name in percents:
+                stats = scale_sample(stats, rows[name])
+            for key in keys:  # detail asked for: [] records "gathered, nothing hot" (or not applicable)
+                if key in stats.columns and stats.columns[key].heavy_hitters is None:
+                    stats.columns[key].heavy_hitters = []
+            gathered[name] = stats
+        return gathered, time.perf_counter() - started
 
     def current(self, name: str) -> tuple[TableStats | None, str]:
         """Stored statistics if they match the table as it is now, with the reason otherwise."""
