@@ -428,19 +428,45 @@ class HiveoptAdapter(SparkAdapter):
         return ""
 
     def _read_store_ahead(self) -> None:
-        """Read the statistics store on a thread of its own, once per invocation."""
+        """Read the statistics store on a thread of its own, once per invocation (unless the
+        run's start read it already: `set_relations_cache`)."""
+        self._read_ahead(lambda: self.statistics.load(), "statistics store not read ahead")
+
+    def _read_ahead(self, work, failed: str) -> None:
         with self._hiveopt_lock:
             if self._store_reader is not None:
                 return
-            self._store_reader = threading.Thread(target=self._read_store, name="hiveopt-store", daemon=True)
+            self._store_reader = threading.Thread(
+                target=self._on_own_connection, args=(work, failed), name="hiveopt-ahead", daemon=True
+            )
         self._store_reader.start()
 
-    def _read_store(self) -> None:
+    def _on_own_connection(self, work, failed: str) -> None:
         try:
-            with self.connection_named("hiveopt-store"):
-                self.statistics.load()
+            with self.connection_named("hiveopt-ahead"):
+                work()
         except Exception as error:  # the first model that needs it reads it (and warns)
-            logger.debug(f"hiveopt: statistics store not read ahead ({first_line(error)})")
+            logger.debug(f"hiveopt: {failed} ({first_line(error)})")
+
+    def set_relations_cache(self, relation_configs, clear: bool = False, required_schemas=None) -> None:
+        """dbt fills its relation cache at the start of a run or build, before the first node:
+        hiveopt reads, on a thread of its own, the statistics store and the catalog entries of
+        the sources the project's models may need statistics of (InputGatherer.prefetch), while
+        dbt runs its hooks and its first nodes. `dbt compile`, `test`, `seed` and the rest read
+        nothing; neither does a project whose models no rule could touch."""
+        super().set_relations_cache(relation_configs, clear=clear, required_schemas=required_schemas)
+        try:
+            from dbt.flags import get_flags
+
+            if getattr(get_flags(), "WHICH", None) not in ("run", "build"):
+                return
+            graph = getattr(self.get_macro_resolver(), "flat_graph", None)
+            if not graph or not OptimizerConfig.from_dicts(self._optimizer_block(session=False)).enabled:
+                return
+        except Exception as error:  # the models read what they need themselves
+            logger.debug(f"hiveopt: nothing read ahead ({first_line(error)})")
+            return
+        self._read_ahead(lambda: self.inputs.prefetch(graph), "sources not described ahead")
 
     @available
     def hiveopt_analyze(self, relations: list[str]) -> list[str]:

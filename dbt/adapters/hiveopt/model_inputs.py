@@ -39,7 +39,7 @@ from dbt.adapters.hiveopt.optimizer.context import FetchedValues, ValueFetch
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery
 from dbt.adapters.hiveopt.optimizer.view_statistics import base_columns, view_statistics
-from dbt.adapters.hiveopt.project_graph import read_unbuilt, words_downstream
+from dbt.adapters.hiveopt.project_graph import read_unbuilt, sources_read, words_downstream
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
 from dbt.adapters.hiveopt.statistics_store import first_line
 
@@ -103,6 +103,7 @@ class InputGatherer:
         self.debug = debug
         self._project_lock = threading.Lock()
         self._project_read = False
+        self._selection_read = False
         # What the invocation's selected models read and it does not build (read_project): the
         # tables they may need statistics of, and the views in between; and the lock the first
         # model that needs statistics holds while one pass gathers them.
@@ -114,16 +115,35 @@ class InputGatherer:
     def read_project(self, graph: dict[str, Any] | None, selected: list[str] | None = None) -> None:
         """dbt's graph, once per invocation: the column names the project's models use of each
         relation, which a first statistics pass then reads (project_graph.words_downstream), and,
-        with dbt's `selected_resources`, the tables the selected models may need statistics of."""
+        with dbt's `selected_resources` (once too), the tables the selected models may need
+        statistics of."""
         with self._project_lock:
-            if self._project_read or not graph:
-                return
-            self._project_read = True
+            words = not self._project_read and bool(graph)
+            chosen = not self._selection_read and bool(graph) and selected is not None
+            self._project_read |= words
+            self._selection_read |= chosen
         try:
-            self.statistics.project_words = words_downstream(graph)
-            self._first_tables, self._unbuilt_views = read_unbuilt(graph, selected or [])
+            if words:
+                self.statistics.project_words = words_downstream(graph)
+            if chosen:
+                self._first_tables, self._unbuilt_views = read_unbuilt(graph, selected or [])
         except Exception as error:  # each pass reads what its model names, as without it
             self.debug(f"hiveopt: the project's column names not read ({first_line(error)})")
+
+    def prefetch(self, graph: dict[str, Any]) -> None:
+        """At the start of a run or build, before its first model: the statistics store and what
+        the catalog says of the sources the project's models may need statistics of (one SHOW
+        TABLE EXTENDED per database), so that the first model that needs them does not wait for
+        both (0.2-0.3 s on TPC-H's second query, where its build takes 1-2 s). Nothing is read
+        where no model may use statistics."""
+        self.read_project(graph)
+        sources = sources_read(graph)
+        if not sources:
+            return
+        self.statistics.load()
+        self.statistics.describe_many(sources)
+        for name in sources:  # one the batch could not read (no size in the catalog yet)
+            self.statistics.describe(name)
 
     def _first_pass(self, gathering: dict[str, Any]) -> None:
         """Once per invocation, before the first model's statistics: one pass (one Spark job) over

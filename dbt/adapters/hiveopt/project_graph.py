@@ -168,3 +168,22 @@ def read_unbuilt(graph: dict[str, Any], selected: Iterable[str]) -> tuple[list[s
         if may_use_statistics(str(node.get("raw_code") or "")):
             below(unique_id)
     return sorted(tables), sorted(views)
+
+
+def sources_read(graph: dict[str, Any]) -> list[str]:
+    """The sources (`db.table`) read, through views and ephemeral models, by the project's table
+    and incremental models that may use statistics: what a run or build describes first (a
+    source is never built, so what the catalog says of it holds for the whole invocation).
+
+    >>> graph = {"sources": {"source.p.s.orders": {"resource_type": "source", "schema": "s", "identifier": "orders"}},
+    ...          "nodes": {"seed.p.codes": {"resource_type": "seed", "schema": "a", "name": "codes"},
+    ...                    "model.p.mart": {"resource_type": "model", "schema": "a", "name": "mart",
+    ...                                     "config": {"materialized": "table"}, "raw_code": "select * from a, b",
+    ...                                     "depends_on": {"nodes": ["source.p.s.orders", "seed.p.codes"]}}}}
+    >>> sources_read(graph)
+    ['s.orders']
+    """
+    models = [uid for uid, node in (graph.get("nodes") or {}).items() if node.get("resource_type") == "model"]
+    tables, _ = read_unbuilt(graph, models)
+    sources = {relation_name(node) for node in (graph.get("sources") or {}).values()}
+    return [table for table in tables if table in sources]
