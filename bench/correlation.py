@@ -88,7 +88,7 @@ def query_seconds(spark, sqls: dict, rounds: int) -> dict:
     times = {name: [] for name in sqls}
     order = list(sqls)
     for round_ in range(rounds):
-        for name in order if round_ % 2 == 0 else order[::-1]:
+        for name in harness.round_order(order, round_):
             started = time.perf_counter()
             spark.sql(sqls[name]).write.format("noop").mode("overwrite").save()
             times[name].append(time.perf_counter() - started)

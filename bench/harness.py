@@ -14,6 +14,7 @@ from collections.abc import Callable
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 EXAMPLE = os.path.join(REPO, "integration_tests")
 RESULTS = os.path.join(REPO, "bench", "results")
+CODEGEN_CACHE_ENTRIES = "5000"
 
 
 def prepare(scale: str):
@@ -38,6 +39,11 @@ def prepare(scale: str):
         "spark.ui.enabled": "false",
         "spark.driver.memory": "6g",
         "spark.sql.ansi.enabled": "false",
+        # Generated code kept across the rounds' invocations, as a long-running server keeps it:
+        # with Spark's 100 entries, each 40-model invocation generated ~500 classes anew and the JIT
+        # compiled them on the same two cores (50-150 s of compilation in a 120-210 s invocation),
+        # so a query's time depended on what ran before it. Both variants share the cache.
+        "spark.sql.codegen.cache.maxEntries": CODEGEN_CACHE_ENTRIES,
     }.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -78,6 +84,26 @@ def rows(spark, model: str):
     return sorted((tuple(value(v) for v in r) for r in spark.table(f"analytics_bench.{model}").collect()), key=repr)
 
 
+def round_order(variants, round_: int) -> list:
+    """The order the variants run in, round by round: A B, B A, B A, A B, ... (ABBA): over any
+    two consecutive pairs of rounds each variant runs first as often as last, so what running
+    second gives (a warmer JVM, files in the page cache) does not favour one side, as plain
+    alternation did with an odd number of rounds.
+
+    >>> [round_order(["a", "b"], r) for r in range(4)]
+    [['a', 'b'], ['b', 'a'], ['b', 'a'], ['a', 'b']]
+    """
+    order = list(variants)
+    return order[::-1] if round_ % 4 in (1, 2) else order
+
+
+def settle(spark) -> None:
+    """A full garbage collection in Spark's JVM before a measured invocation: each starts from a
+    heap without what the one before left (broadcast relations and shuffle files are freed by
+    Spark's cleaner only once the JVM collects their handles)."""
+    spark.sparkContext._jvm.System.gc()
+
+
 def measure_rounds(
     spark,
     select: list[str],
@@ -90,13 +116,15 @@ def measure_rounds(
 ) -> tuple[dict[str, dict[str, list[float]]], dict[str, dict[str, bool]]]:
     """Seconds per variant, model and round (variants alternate their order each round), and
     whether each variant's rows equal the first's. `dbt_args` go to every `dbt run` (e.g.
-    `--threads 1`); `after(variant, round)` is called after each run (to read its records)."""
+    `--threads 1`); `after(variant, round)` is called after each run (to read its records). The
+    variants run in ABBA order (`round_order`), each after a full GC (`settle`)."""
     times: dict[str, dict[str, list[float]]] = {v: {m: [] for m in models} for v in variants}
     answers: dict[str, dict[str, list]] = {v: {} for v in variants}
     order = list(variants)
     for round_ in range(rounds):
-        for variant in order if round_ % 2 == 0 else order[::-1]:
+        for variant in round_order(order, round_):
             target, extra = variants[variant]
+            settle(spark)
             measured = dbt(
                 [
                     "run",

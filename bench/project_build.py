@@ -151,7 +151,8 @@ def main() -> int:
     rows: dict[str, dict[str, list]] = {}
     order = list(VARIANTS)
     for round_ in range(args.rounds):
-        for variant in order if round_ % 2 == 0 else order[::-1]:
+        for variant in harness.round_order(order, round_):
+            harness.settle(spark)
             runs[variant].append(build(VARIANTS[variant], variant, common, f"round{round_ + 1}"))
             rows[variant] = marts(spark)
         print(f"round {round_ + 1}/{args.rounds} done", flush=True)

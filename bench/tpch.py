@@ -15,7 +15,7 @@ Two phases:
 Models build one at a time (--threads 1): a model's time is not inflated by others sharing the
 machine's cores, differently for each variant. Nothing asserts a time: targets are printed.
 
-    .venv/bin/python bench/tpch.py [--scale 1] [--rounds 3] [--queries q03,q05] [--no-feedback-builds]
+    .venv/bin/python bench/tpch.py [--scale 1] [--rounds 4] [--queries q03,q05] [--no-feedback-builds]
 """
 
 from __future__ import annotations
@@ -180,11 +180,16 @@ class Phase:
             )
         return ratios
 
+    def same_sql(self, model: str) -> bool:
+        """Whether every measured hiveopt build of the model ran the SQL dbt-spark ran."""
+        return bool(self.ran_per_round[model]) and set(self.ran_per_round[model]) <= {"unchanged", "original"}
+
     def slower_than(self, factor: float) -> list[str]:
-        """Models where hiveopt took more than `factor` times dbt-spark's seconds (paired)."""
+        """Models where hiveopt took more than `factor` times dbt-spark's seconds (paired), and
+        whether Spark ran the same statement for both."""
         return [
             f"{m}: hiveopt {1 / self.ratio[m]:.2f}x dbt-spark's seconds ({self.med[self.ours][m]:.2f} s vs "
-            f"{self.med[self.base][m]:.2f} s)"
+            f"{self.med[self.base][m]:.2f} s){' - the same SQL as dbt-spark' if self.same_sql(m) else ''}"
             for m in self.models
             if self.ratio[m] < 1 / factor
         ]
@@ -260,7 +265,7 @@ def print_targets(title: str, checks: list[tuple[str, list[str]]]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", default="1")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4, help="paired rounds, in ABBA order (default 4)")
     parser.add_argument("--queries", default=",".join(QUERIES), help="a subset, e.g. q03,q05 (default: all 22)")
     parser.add_argument("--threads", type=int, default=1, help="dbt's threads (default 1: one model at a time)")
     parser.add_argument(
