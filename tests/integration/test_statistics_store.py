@@ -185,6 +185,12 @@ def test_feedback_measures_each_rewrite_once_and_keeps_the_faster_on_threads(spa
         optimized, original = ran[1][name]["seconds"], ran[2][name]["seconds"]
         expected = "optimized" if optimized <= original * (1 - MARGIN) else "original"
         assert build["ran"] == expected and build["why"].startswith(f"kept {expected}:"), (name, build)
+        # The fourth build ran the kept variant and was timed, but the memory still holds the
+        # exploring builds' times: the decision does not flip on one noisy build.
+        assert build["seconds"] > 0
+        for variant, explored in (("optimized", optimized), ("original", original)):
+            latest = max(outcomes[f"outcome:stt.{name}:{variant}"], key=lambda o: o.built_at)
+            assert abs(latest.seconds - explored) < 0.01, (name, variant, latest, explored)
     # A model whose original measured faster keeps it, and says so.
     service = StatisticsService(lambda sql: [tuple(r) for r in spark.sql(sql).collect()], stats_schema="stt_stats")
     rewrite, size = ran[3]["m00"]["rewrite"], ran[3]["m00"]["input_bytes"]

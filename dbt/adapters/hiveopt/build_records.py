@@ -47,7 +47,7 @@ class BuildRecords:
         self._lock = threading.Lock()
         self._tags: dict[str, tuple[str, str]] = {}  # unique_id -> (job description, label)
         self._unread: list[tuple[str, str]] = []  # (job description, label) of builds run, not read
-        self._outcomes: dict[str, tuple[str, Outcome]] = {}  # unique_id -> (table, what ran)
+        self._outcomes: dict[str, tuple[str, Outcome, bool]] = {}  # unique_id -> (table, what ran, exploring)
         self.started: dict[str, float] = {}
         # Whether this thread's Spark jobs carry a build's tag (a py4j call clears it: only then).
         self._thread = threading.local()
@@ -66,7 +66,7 @@ class BuildRecords:
         input_bytes = self.inputs.input_bytes(gathering)
         choice = choose(rewrite, input_bytes, self.statistics.outcomes(table))
         with self._lock:
-            self._outcomes[unique_id] = (table, Outcome(choice.variant, rewrite, 0.0, input_bytes, ""))
+            self._outcomes[unique_id] = (table, Outcome(choice.variant, rewrite, 0.0, input_bytes, ""), choice.explore)
         return choice, {"ran": choice.variant, "why": choice.why, "rewrite": rewrite, "input_bytes": input_bytes}
 
     def tag(self, unique_id: str, label: str, materialization: str | None, record: dict) -> str:
@@ -145,17 +145,23 @@ class BuildRecords:
         )
 
     def outcome(self, unique_id: str, label: str) -> None:
-        """The build just run, timed, into the memory of outcomes; the record says how long it
-        took, or why it was not measured."""
+        """The build just run, timed: the record says how long it took, or why it was not
+        measured; an exploring build's time goes into the memory of outcomes. A build that ran
+        the variant already kept leaves the memory as it is: the decision holds until the rewrite
+        or the inputs' size changes (re-timing the kept variant against the other's one old time
+        made close pairs flip from build to build on run-to-run noise: TPC-H q07, q08 and q09 at
+        SF 1 alternated between their two SQL texts in four rounds)."""
         with self._lock:
             planned = self._outcomes.pop(unique_id, None)
             started = self.started.get(unique_id)
         if planned is None or started is None:
             return
-        table, outcome = planned
+        table, outcome, exploring = planned
         seconds = time.perf_counter() - started
         said = dict((self.report.read(label) or {}).get("feedback") or {})
-        if self.statistics.passes:
+        if not exploring:
+            said["seconds"] = round(seconds, 3)
+        elif self.statistics.passes:
             # Statistics passes ran in this invocation (first reads): the build's time would stand
             # for a day that does not come back.
             said["not_measured"] = NOT_MEASURED_AFTER_PASSES

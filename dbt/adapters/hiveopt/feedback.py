@@ -4,7 +4,8 @@ long the model took, which SQL ran (the original or the optimized one, by the re
 fingerprint) and how big its inputs were. With `feedback: explore` (the default) a rewrite with no
 measured outcome runs optimized once and as written once, on consecutive builds; from then on
 the faster one runs, the optimized SQL only when it was faster by more than a margin, until the
-inputs change size by more than `RESIZE_FACTOR` (then it is measured again). `feedback: off`
+rewrite changes or the inputs change size by more than `RESIZE_FACTOR` (then both are measured
+again): the builds that run the kept variant are not stored (BuildRecords.outcome). `feedback: off`
 always runs the optimized SQL. Outcomes live in the statistics store (one row per model and
 variant), so they are shared and safe under threads and between processes as statistics are.
 
