@@ -430,7 +430,7 @@ class HiveoptAdapter(SparkAdapter):
     def _read_store_ahead(self) -> None:
         """Read the statistics store on a thread of its own, once per invocation (unless the
         run's start read it already: `set_relations_cache`)."""
-        self._read_ahead(lambda: self.statistics.load(), "statistics store not read ahead")
+        self._read_ahead(self.statistics.load, "statistics store not read ahead")
 
     def _read_ahead(self, work, failed: str) -> None:
         with self._hiveopt_lock:

@@ -141,9 +141,7 @@ class InputGatherer:
         if not sources:
             return
         self.statistics.load()
-        self.statistics.describe_many(sources)
-        for name in sources:  # one the batch could not read (no size in the catalog yet)
-            self.statistics.describe(name)
+        self.statistics.describe_all(sources)
 
     def _first_pass(self, gathering: dict[str, Any]) -> None:
         """Once per invocation, before the first model's statistics: one pass (one Spark job) over

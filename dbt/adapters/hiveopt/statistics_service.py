@@ -168,6 +168,20 @@ class StatisticsService(StatisticsStore):
                     continue  # one relation: DESCRIBE says the same
                 self._show_extended(db, tables)
 
+    def describe_all(self, names: Iterable[str]) -> dict[str, TableInfo]:
+        """What the catalog says of several relations (`describe_many`, then a DESCRIBE for each
+        it did not answer for), by lowercase name; a relation the catalog does not know is left
+        out (the model that reads it says why)."""
+        tables = sorted({n.lower() for n in names})
+        self.describe_many(tables)
+        infos: dict[str, TableInfo] = {}
+        for name in tables:
+            try:
+                infos[name] = self.describe(name)
+            except Exception:
+                continue
+        return infos
+
     def _show_extended(self, db: str, tables: list[str]) -> None:
         pattern = exp.Literal.string("|".join(tables)).sql(DIALECT)
         try:
@@ -208,16 +222,7 @@ class StatisticsService(StatisticsStore):
         gathered one meanwhile); each reads the columns the project's models name, as a first
         pass does. Returns what was gathered and the seconds the job took. Views, and tables the
         catalog cannot describe, are left out."""
-        tables = sorted({n.lower() for n in names})
-        self.describe_many(tables)
-        infos: dict[str, TableInfo] = {}
-        for name in tables:
-            try:
-                info = self.describe(name)
-            except Exception:  # a relation the catalog does not know: its model says why
-                continue
-            if not info.is_view:
-                infos[name] = info
+        infos = {name: info for name, info in self.describe_all(names).items() if not info.is_view}
         with ExitStack() as held:
             for name in infos:  # in sorted order: two batches never wait for each other
                 held.enter_context(self._table_lock(name))
