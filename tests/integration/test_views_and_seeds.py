@@ -269,7 +269,7 @@ def test_view_models_fix_no_physical_choice_and_gather_nothing(spark, views_proj
         counts[target] = len(statements)
         if target == "hiveopt":
             (nation_statements,) = [s for node, s in events.by_node.items() if node.endswith(".nation_spend")]
-            assert not [s for s in nation_statements if "approx_count_distinct" in s.lower()], nation_statements
+            assert not [s for s in nation_statements if "hll_sketch_agg" in s.lower()], nation_statements
     assert counts["hiveopt"] == counts["spark"], counts
     assert record(root, "customer_spend")["unchanged_reason"] == "a view with one join and no subquery"
     nation = record(root, "nation_spend")
@@ -307,7 +307,7 @@ def test_an_incremental_model_does_not_gather_its_own_table(spark, views_project
     events = Statements()
     assert dbt(root, "run", "--select", "order_totals", events=events).success
     (statements,) = [s for node, s in events.by_node.items() if node.endswith(".order_totals")]
-    passes = [s for s in statements if "approx_count_distinct" in s.lower()]
+    passes = [s for s in statements if "hll_sketch_agg" in s.lower()]
     assert not [s for s in passes if "vws.order_totals" in s.lower()], passes
     state = record(root, "order_totals")["statistics_gathering"]["vws.order_totals"]["state"]
     assert state.endswith("; the table this model builds"), state

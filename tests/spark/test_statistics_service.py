@@ -74,7 +74,7 @@ def test_a_pass_reads_the_columns_models_use_and_a_later_model_pays_only_for_wha
     stats, state, _ = s.ensure("st.wide", ["segment"], columns={"segment", "id"})
     assert state == "gathered" and set(stats.columns) == {"id", "segment"}
     assert stats.column("segment").heavy_hitters is not None and stats.column("segment").ndv.value == 5
-    (first_pass,) = [q for q in statements if "APPROX_COUNT_DISTINCT" in q.upper()]
+    (first_pass,) = [q for q in statements if "HLL_SKETCH_AGG" in q.upper()]
     assert "`comment`" not in first_pass and "`name`" not in first_pass
     # the same columns again: nothing to do
     assert s.ensure("st.wide", ["segment"], columns={"segment"})[1] == "current"
@@ -82,7 +82,7 @@ def test_a_pass_reads_the_columns_models_use_and_a_later_model_pays_only_for_wha
     statements.clear()
     stats, state, _ = s.ensure("st.wide", [], columns={"segment", "name"})
     assert state == "gathered name (a narrow pass)" and set(stats.columns) == {"id", "segment", "name"}
-    (second_pass,) = [q for q in statements if "APPROX_COUNT_DISTINCT" in q.upper()]
+    (second_pass,) = [q for q in statements if "HLL_SKETCH_AGG" in q.upper()]
     assert "`name`" in second_pass and "`segment`" not in second_pass and "`comment`" not in second_pass
     assert stats.row_count.value == 5000 and s.full_passes["st.wide"] == 1
     # stored merged: another run reads both columns back
@@ -101,13 +101,13 @@ def test_a_first_pass_reads_the_columns_the_projects_models_name(spark):
     s.project_words = {"st.named": {"select", "id", "segment", "name", "from", "where"}}
     stats, state, _ = s.ensure("st.named", ["segment"], columns={"segment", "id"})
     assert state == "gathered" and set(stats.columns) == {"id", "segment", "name"}
-    (first_pass,) = [q for q in statements if "APPROX_COUNT_DISTINCT" in q.upper()]
+    (first_pass,) = [q for q in statements if "HLL_SKETCH_AGG" in q.upper()]
     assert "`comment`" not in first_pass
     assert stats.column("name").heavy_hitters is not None
     assert stats.column("name").ndv.value == pytest.approx(40, rel=0.1)
     statements.clear()
     stats, state, _ = s.ensure("st.named", ["name"], columns={"name", "id"})
-    assert state == "current" and not [q for q in statements if "APPROX_COUNT_DISTINCT" in q.upper()]
+    assert state == "current" and not [q for q in statements if "HLL_SKETCH_AGG" in q.upper()]
 
 
 def test_statistics_are_shared_through_the_warehouse(spark, stats_table):
@@ -196,7 +196,7 @@ def test_several_tables_are_gathered_in_one_job(spark, stats_table):
     statements.clear()
     gathered, seconds = s.gather_many(["st.big_many", stats_table, "st.events_many_v", "st.small_many"])
     assert set(gathered) == {"st.big_many", stats_table} and seconds > 0
-    passes = [q for q in statements if "APPROX_COUNT_DISTINCT" in q.upper()]
+    passes = [q for q in statements if "HLL_SKETCH_AGG" in q.upper()]
     counts = [q for q in statements if q.upper().startswith("SELECT 'ST.") and "APPROX" not in q.upper()]
     assert len(passes) == 1 and len(counts) == 1 and "TABLESAMPLE (10.0 PERCENT)" in passes[0]
     big = gathered["st.big_many"]

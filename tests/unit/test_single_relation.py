@@ -4,6 +4,7 @@ rules: wherever reads_one_relation says True, the parsed query has no join and n
 import glob
 import os
 import re
+import sys
 
 import pytest
 import sqlglot
@@ -50,6 +51,8 @@ def _corpus() -> list[str]:
         with open(path) as handle:
             text = re.sub(r"\{%.*?%\}", "", handle.read(), flags=re.S)
         sqls.append(re.sub(r"\{\{.*?\}\}", "db.x", text, flags=re.S))
+    if os.path.abspath(REPO) not in map(os.path.abspath, sys.path):
+        sys.path.insert(0, os.path.abspath(REPO))  # the fuzz package, also when this file runs alone
     from fuzz.queries import QueryGenerator
     from fuzz.tables import build_data
 

@@ -1,7 +1,7 @@
 """What one statistics pass over a table is: its query, and how its result row becomes TableStats.
 Pure functions (no I/O): the service (statistics_service.py) runs the query and stores the result.
 
-One aggregate pass per table gives row count and, per column, NDV (approx_count_distinct), null
+One aggregate pass per table gives row count and, per column, NDV (a DataSketches HLL), null
 count, min, max and average width; for key columns (join and filter keys of the models) and every
 number, date and timestamp column the same pass adds heavy hitters (approx_top_k) and an
 equi-height histogram (approx_percentile). Past `sample_above_rows` the pass reads a repeatable
@@ -23,10 +23,15 @@ from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer.statistics import ColumnStats, Estimate, TableStats
 
-# Distinct counts are approx_count_distinct's, never COUNT(DISTINCT): Spark expands the rows once
+# Distinct counts come from a sketch, never COUNT(DISTINCT): Spark expands the rows once
 # per column and shuffles them, which on a warm local[2] session took TPC-H SF 0.1 orders (6 MB)
 # 5.8 s against 0.75 s, customer (1.4 MB) 2.4 s against 0.7 s, and supplier (91 KB) 3.5 s in a
 # 4-thread build. Seeds get exact statistics from the rows dbt loaded (`statistics_from_rows`).
+# The sketch is DataSketches' HLL (hll_sketch_agg, see HLL_LG_K), not approx_count_distinct: that
+# one's HyperLogLog++ is an ImperativeAggregate whose 52-word buffer per column is not code-generated,
+# and a pass of 29 columns over TPC-H SF 0.1 (sampled) took 10.5 s in a fresh JVM against 7.0 s with
+# hll_sketch_agg, 2.9-3.6 s warm against 2.5-3.1 s; on lineitem's sample alone (8 columns, warm) 0.6 s
+# against 0.38 s, its NDVs within 4% of COUNT(DISTINCT) where approx_count_distinct's were within 6%.
 # Past this many rows the pass reads a Bernoulli sample of about SAMPLE_ROWS rows (TABLESAMPLE),
 # after an exact COUNT(*) (Parquet answers it from file footers): NDVs, null counts and heavy
 # hitters are scaled up and marked estimated. 0 switches sampling off (`stats.sample_above_rows`).
@@ -56,6 +61,12 @@ SAMPLE_CHECK_ABOVE_BYTES = 4 * 1024 * 1024
 
 
 DEFAULT_HEAVY_HITTERS = 10
+
+
+# hll_sketch_agg's log2 of its buckets: 2^12 of them, a relative standard error of about 1.6%
+# (approx_count_distinct's default is 5%). The sketch takes integers, strings and binaries: every
+# column is given to it as its 64-bit xxhash (a collision among a table's values is unlikely).
+HLL_LG_K = 12
 
 
 DEFAULT_HISTOGRAM_BUCKETS = 32
@@ -118,7 +129,7 @@ def gather_query(
         projections.append(exp.alias_(exp.Count(this=column.copy()), f"c{i}_nonnull"))
         if base not in ATOMIC_TYPES:
             continue
-        projections.append(exp.alias_(exp.func("approx_count_distinct", column.copy()), f"c{i}_ndv"))
+        projections.append(exp.alias_(distinct_count(column), f"c{i}_ndv"))
         if base in ORDERED_TYPES:
             projections.append(exp.alias_(exp.cast(exp.Min(this=column.copy()), "string"), f"c{i}_min"))
             projections.append(exp.alias_(exp.cast(exp.Max(this=column.copy()), "string"), f"c{i}_max"))
@@ -149,6 +160,21 @@ def gather_query(
             exp.TableSample(percent=exp.Literal.number(round(sample_percent, 4)), seed=exp.Literal.number(SAMPLE_SEED)),
         )
     return exp.select(*projections).from_(source)
+
+
+def distinct_count(column: exp.Expression) -> exp.Expression:
+    """The column's approximate distinct count: a DataSketches HLL of its values' hashes, NULLs
+    left out (xxhash64 of a NULL is a number, its seed).
+
+    >>> distinct_count(exp.column("k", quoted=True)).sql("spark")
+    'HLL_SKETCH_ESTIMATE(HLL_SKETCH_AGG(IF(`k` IS NULL, NULL, XXHASH64(`k`)), 12))'
+    """
+    hashed = exp.If(
+        this=exp.Is(this=column.copy(), expression=exp.Null()),
+        true=exp.Null(),
+        false=exp.func("xxhash64", column.copy()),
+    )
+    return exp.func("hll_sketch_estimate", exp.func("hll_sketch_agg", hashed, exp.Literal.number(HLL_LG_K)))
 
 
 def batched(queries: dict[str, exp.Select]) -> exp.Query:
@@ -218,7 +244,7 @@ def sample_ndv(seen: float, sampled: float, total: float) -> float:
     every value having total/D rows, is `seen` (D * (1 - (1 - q) ** (total / D)) with q the
     sampled share; the uniform-frequency estimator). A column of few values keeps what the sample
     saw, one in between is scaled up (values of four rows each, in a 10% sample, by about 2.9).
-    A column whose sample looks unique, within two errors of approx_count_distinct (5%), scales
+    A column whose sample looks unique, within a few errors of the sketch (1.6%), scales
     by 1/q: near that end the estimator is too steep to trust a sketch (a unique column's sample
     counted 6% low gave 158,000 for 400,000). Values of two rows each look unique in a sample of
     up to 20% and come out twice too many: a 5% sketch cannot tell them apart, and a 1% one,
