@@ -8,6 +8,7 @@ dbt-spark:
 - a single-table view model costs nothing: it issues exactly the statements dbt-spark issues;
 - a view model fixes no join algorithm and starts no statistics pass (a view is planned when read);
 - a view over a rebuilt table gets fresh estimates in the next run;
+- a join the optimizer found nothing to gain on runs as written at once on the next builds;
 - Spark honours a BROADCAST hint that names a view's alias;
 - the run ends with one line saying what the optimizer did.
 """
@@ -327,6 +328,44 @@ def test_a_view_over_a_rebuilt_table_gets_fresh_estimates(spark, views_project):
     # gathered again, by the invocation's one pass over the tables its models read
     assert mart["statistics_gathering"][f"{SOURCE_DB}.orders"]["state"].startswith("gathered")
     assert f"{SOURCE_DB}.orders" in mart["statistics_gathering"][FIRST_PASS]["tables"]
+
+
+def test_a_join_with_nothing_to_gain_is_remembered(spark, views_project):
+    """The optimizer looked at a join and found nothing to gain (Spark broadcasts the customers by
+    itself): the next builds of the same SQL run it as written at once, with no catalog read for
+    its views, no statistics and no optimizer, until what it reads changes size by more than 2x."""
+    root = views_project
+    _write(
+        root,
+        {
+            "models/marts/order_customers.sql": """
+            select o.order_id, o.amount, c.customer_name
+            from {{ ref('stg_orders') }} o
+            join {{ ref('stg_customers') }} c on c.customer_id = o.customer_id
+            """
+        },
+    )
+    assert dbt(root, "run", "--select", "+order_customers").success
+    first = record(root, "order_customers")
+    assert not first["changed"] and first["unchanged_reason"] is None and first["rules"], first
+    events = Statements()
+    assert dbt(root, "run", "--select", "order_customers", events=events).success
+    second = record(root, "order_customers")
+    assert second["unchanged_reason"].startswith("no rewrite found a gain (remembered): decided on "), second
+    assert second["rules"] == [] and second["statistics_gathering"] == {}
+    (statements,) = [s for node, s in events.by_node.items() if node.endswith(".order_customers")]
+    # (the sources' catalog entries may be read on this connection: the run's start reads them ahead)
+    looked = [s for s in statements if re.search(r"\b(describe|show table|analyze)\b", s, re.I) and "stg_" in s]
+    assert not looked and not [s for s in statements if "hll_sketch_agg" in s.lower()], statements
+    (line,) = events.matching("models: ")
+    assert "1 unchanged (1 no rewrite found a gain (remembered))" in line, line
+    # The orders grow past twice their size: the optimizer looks again (and remembers again).
+    spark.sql(f"DROP TABLE {SOURCE_DB}.orders")
+    project(root, orders_rows=200000)
+    assert dbt(root, "run", "--select", "order_customers").success
+    third = record(root, "order_customers")
+    assert third["unchanged_reason"] is None and third["rules"], third
+    assert spark.sql("SELECT COUNT(*) FROM vws.order_customers").collect()[0][0] == 200000
 
 
 def test_spark_honours_a_broadcast_hint_on_a_view_alias(spark):

@@ -324,6 +324,23 @@ def test_forgetting_outcomes_keeps_the_statistics(spark, stats_table):
     assert service(spark, schema="hiveopt_test_forget").forget_outcomes() == 1
 
 
+def test_nothing_to_gain_is_remembered_in_the_store_and_forgotten_with_the_outcomes(spark, stats_table):
+    """What the optimizer found nothing to gain on is a row of the store, read by another process
+    (a new service), and forgotten with the model's outcomes."""
+    from dbt.adapters.hiveopt.feedback import NoGain, still_no_gain
+
+    s = service(spark, schema="hiveopt_test_nogain")
+    spark.sql("DROP DATABASE IF EXISTS hiveopt_test_nogain CASCADE")
+    s.gather(stats_table)
+    s.record_no_gain("db.m", NoGain("k1", 1000.0, "2026-11-26T06:00:00+00:00"))
+    fresh = service(spark, schema="hiveopt_test_nogain")
+    assert fresh.no_gain("db.m") == NoGain("k1", 1000.0, "2026-11-26T06:00:00+00:00")
+    assert still_no_gain(fresh.no_gain("db.m"), "k1", 1200.0).startswith("no rewrite found a gain (remembered)")
+    assert fresh.no_gain("db.other") is None
+    assert fresh.forget_outcomes(["db.m"]) == 1
+    assert service(spark, schema="hiveopt_test_nogain").no_gain("db.m") is None
+
+
 def test_a_seed_loaded_again_with_the_same_rows_is_not_saved_again(spark):
     """Every save is a partition the next load lists: statistics the store holds already (a seed
     loaded again with its rows unchanged) are not written again."""

@@ -15,7 +15,15 @@ import time
 from typing import Any
 
 from dbt.adapters.hiveopt.actual_rows import SparkPlan, attach_all, read_plans, worst_q_error
-from dbt.adapters.hiveopt.feedback import Choice, Outcome, choose, rewrite_fingerprint
+from dbt.adapters.hiveopt.feedback import (
+    Choice,
+    NoGain,
+    Outcome,
+    choose,
+    decision_key,
+    rewrite_fingerprint,
+    still_no_gain,
+)
 from dbt.adapters.hiveopt.report import Report
 
 NOT_MEASURED_AFTER_PASSES = "statistics were gathered in this invocation: the next build measures"
@@ -68,6 +76,43 @@ class BuildRecords:
         with self._lock:
             self._outcomes[unique_id] = (table, Outcome(choice.variant, rewrite, 0.0, input_bytes, ""), choice.explore)
         return choice, {"ran": choice.variant, "why": choice.why, "rewrite": rewrite, "input_bytes": input_bytes}
+
+    def remembered_no_gain(
+        self, table: str, sql: str, settings: str, tables: list[str]
+    ) -> tuple[str | None, tuple[str, float | None]]:
+        """Whether the optimizer found nothing to gain for this model's SQL before, on inputs of
+        about today's size (feedback.still_no_gain): the reason to run it as written without
+        reading the catalog for its views, its statistics or running the optimizer, or None.
+        Also (decision key, input bytes) for `remember_no_gain` after the optimizer ran."""
+        key = decision_key(sql, settings)
+        input_bytes = self._bytes_of(tables)
+        return still_no_gain(self.statistics.no_gain(table), key, input_bytes), (key, input_bytes)
+
+    def remember_no_gain(self, table: str, seen: tuple[str, float | None], result) -> None:
+        """The optimizer looked, with statistics for everything the model reads, and found nothing
+        to gain: remembered for the next builds (a fallback, a warning or absent statistics are not
+        a finding)."""
+        key, input_bytes = seen
+        if input_bytes is None or not result.rules or result.changed or result.fallback_reason:
+            return
+        if result.switched_off or result.unchanged_reason or result.warnings:
+            return
+        used = (result.statistics_used or {}).values()
+        if any(isinstance(u, dict) and u.get("precision") == "absent" for u in used):
+            return
+        decided_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        self.statistics.record_no_gain(table, NoGain(key, input_bytes, decided_at))
+
+    def _bytes_of(self, tables: list[str]) -> float | None:
+        """The size on disk of these tables from the invocation's catalog cache (None: one unknown)."""
+        if not tables:
+            return None
+        try:
+            self.statistics.describe_many(tables)
+            sizes = [self.statistics.describe(name).size_bytes for name in tables]
+        except Exception:  # the optimizer looks, as without a memory
+            return None
+        return None if any(size is None for size in sizes) else float(sum(sizes))
 
     def tag(self, unique_id: str, label: str, materialization: str | None, record: dict) -> str:
         """Tag the statements of the build that follows in this thread, so that its actual rows can

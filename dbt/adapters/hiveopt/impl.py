@@ -47,7 +47,7 @@ from dbt.adapters.hiveopt.optimizer.pipeline import (
     pass_through,
 )
 from dbt.adapters.hiveopt.optimizer.single_relation import reads_one_relation
-from dbt.adapters.hiveopt.project_graph import own_table, read_by_models
+from dbt.adapters.hiveopt.project_graph import own_table, read_by_models, tables_read
 from dbt.adapters.hiveopt.report import Report, RunSummary, current_invocation, model_label
 from dbt.adapters.hiveopt.statistics_gathering import DEFAULT_SAMPLE_ABOVE_ROWS
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
@@ -186,9 +186,15 @@ class HiveoptAdapter(SparkAdapter):
             return sql
         slots_from = self._task_slots_from((model_config or {}) if isinstance(model_config, dict) else {})
         try:
-            result, gathering = self._optimize(
-                sql, label, config, materialization or "table", own_table(model), slots_from == SERVER_SLOTS
-            )
+            remembered, seen = self._no_gain_before(sql, config, materialization, model, graph)
+            if remembered is not None:
+                result, gathering = pass_through(sql, remembered), {}
+            else:
+                result, gathering = self._optimize(
+                    sql, label, config, materialization or "table", own_table(model), slots_from == SERVER_SLOTS
+                )
+                if seen is not None:
+                    self._remember_no_gain(label, str(own_table(model)), seen, result)
         except Exception as error:  # the run never fails because of the optimizer
             reason = f"optimizer failed ({first_line(error)})"
             logger.warning(f"{label}: {reason}; running the model as written")
@@ -209,6 +215,28 @@ class HiveoptAdapter(SparkAdapter):
             },
         )
         return self._hand_over(sql, result, record, config, model, entered)
+
+    def _no_gain_before(self, sql: str, config: OptimizerConfig, materialization, model, graph):
+        """(reason, seen): a table or incremental model whose SQL the optimizer found nothing to
+        gain on before, on inputs of about today's size, runs as written at once (reason); `seen`
+        is what to remember after the optimizer runs (None: no memory for this model). With
+        `feedback: explore` only, as the memory of outcomes."""
+        table, unique_id = own_table(model), (model or {}).get("unique_id")
+        if config.feedback != "explore" or materialization not in ("table", "incremental"):
+            return None, None
+        if not table or not unique_id or not graph or reads_one_relation(sql):
+            return None, None
+        try:
+            return self.records.remembered_no_gain(table, sql, repr(config), tables_read(graph, unique_id))
+        except Exception as error:  # the optimizer looks, as without a memory
+            logger.debug(f"{model_label(model, None)}: no memory of earlier builds read ({first_line(error)})")
+            return None, None
+
+    def _remember_no_gain(self, label: str, table: str, seen, result) -> None:
+        try:
+            self.records.remember_no_gain(table, seen, result)
+        except Exception as error:  # a lost memory costs the next build one more look, nothing else
+            logger.debug(f"{label}: nothing-to-gain not remembered ({first_line(error)})")
 
     def _model_config(self, label: str, sql: str, model_config, materialization) -> OptimizerConfig | None:
         """The model's settings over the profile's; None when the model runs as written (bad

@@ -170,6 +170,39 @@ def read_unbuilt(graph: dict[str, Any], selected: Iterable[str]) -> tuple[list[s
     return sorted(tables), sorted(views)
 
 
+def tables_read(graph: dict[str, Any], unique_id: str) -> list[str]:
+    """The tables (`db.table`: sources, seeds, models that hold data, snapshots) a node reads,
+    directly or through views and ephemeral models: what its build's input size is the size of,
+    known without reading the catalog for the views.
+
+    >>> graph = {"sources": {"source.p.s.orders": {"resource_type": "source", "schema": "s", "identifier": "orders"}},
+    ...          "nodes": {"seed.p.codes": {"resource_type": "seed", "schema": "a", "name": "codes"},
+    ...                    "model.p.stg": {"resource_type": "model", "schema": "a", "name": "stg",
+    ...                                    "config": {"materialized": "view"},
+    ...                                    "depends_on": {"nodes": ["source.p.s.orders"]}},
+    ...                    "model.p.mart": {"resource_type": "model", "schema": "a", "name": "mart",
+    ...                                     "config": {"materialized": "table"},
+    ...                                     "depends_on": {"nodes": ["model.p.stg", "seed.p.codes"]}}}}
+    >>> tables_read(graph, "model.p.mart")
+    ['a.codes', 's.orders']
+    """
+    nodes = {**(graph.get("sources") or {}), **(graph.get("nodes") or {})}
+    tables: set[str] = set()
+    seen: set[str] = set()
+    todo = [unique_id]
+    while todo:
+        for parent in ((nodes.get(todo.pop()) or {}).get("depends_on") or {}).get("nodes") or []:
+            if parent in seen or parent not in nodes:
+                continue
+            seen.add(parent)
+            node = nodes[parent]
+            if node.get("resource_type") == "model" and (node.get("config") or {}).get("materialized") in _THROUGH:
+                todo.append(parent)
+            elif node.get("resource_type") in ("source", "seed", "model", "snapshot") and relation_name(node):
+                tables.add(str(relation_name(node)))
+    return sorted(tables)
+
+
 def sources_read(graph: dict[str, Any]) -> list[str]:
     """The sources (`db.table`) read, through views and ephemeral models, by the project's table
     and incremental models that may use statistics: what a run or build describes first (a

@@ -10,6 +10,8 @@ import threading
 from collections import Counter
 from typing import Any
 
+from dbt.adapters.hiveopt.feedback import REMEMBERED_NO_GAIN
+
 _lock = threading.Lock()
 
 
@@ -163,7 +165,9 @@ class RunSummary:
         elif result.fallback_reason:
             self.add(label, "fell back", _category(result.fallback_reason))
         elif result.unchanged_reason:
-            self.add(label, "unchanged", result.unchanged_reason)
+            reason = result.unchanged_reason
+            # "no rewrite found a gain (remembered): decided on <date>; ...": counted without the date
+            self.add(label, "unchanged", REMEMBERED_NO_GAIN if reason.startswith(REMEMBERED_NO_GAIN) else reason)
         else:
             absent = sorted(
                 t

@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from dbt.adapters.hiveopt.feedback import PREFIX, VARIANTS, Outcome, outcomes_of, store_name
+from dbt.adapters.hiveopt.feedback import NO_GAIN, PREFIX, VARIANTS, NoGain, Outcome, outcomes_of, store_name
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.statistics import TableStats
 
@@ -143,9 +143,26 @@ class StatisticsStore:
         """Store a build's outcome: saved with the invocation's statistics (or now, when saves
         are not deferred)."""
         name = store_name(model, outcome.variant)
-        row = (name, outcome.rewrite, outcome.built_at, round(outcome.seconds, 3), outcome.payload())
+        self._remember(name, (name, outcome.rewrite, outcome.built_at, round(outcome.seconds, 3), outcome.payload()))
+
+    def no_gain(self, model: str) -> NoGain | None:
+        """What the optimizer last found for a model it left as written (feedback.NoGain), if any."""
+        self.load()
+        name = store_name(model, NO_GAIN)
         with self._lock:
-            self._outcomes[name] = outcome.payload()
+            payload = self._outcomes.get(name)
+            if payload is None and self._unparsed.get(name):
+                payload = max(self._unparsed[name], key=lambda v: v[0])[2]
+        return NoGain.from_payload(str(payload)) if payload is not None else None
+
+    def record_no_gain(self, model: str, memory: NoGain) -> None:
+        """Remember that the optimizer found nothing to gain for a model (forgotten with its outcomes)."""
+        name = store_name(model, NO_GAIN)
+        self._remember(name, (name, memory.key, memory.decided_at, 0.0, memory.payload()))
+
+    def _remember(self, name: str, row: tuple[str, str, str, float, str]) -> None:
+        with self._lock:
+            self._outcomes[name] = row[4]
             if self._store_unwritable:
                 return
             if self.defer_saves:
