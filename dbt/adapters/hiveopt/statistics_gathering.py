@@ -30,8 +30,9 @@ from dbt.adapters.hiveopt.optimizer.statistics import ColumnStats, Estimate, Tab
 # The sketch is DataSketches' HLL (hll_sketch_agg, see HLL_LG_K), not approx_count_distinct: that
 # one's HyperLogLog++ is an ImperativeAggregate whose 52-word buffer per column is not code-generated,
 # and a pass of 29 columns over TPC-H SF 0.1 (sampled) took 10.5 s in a fresh JVM against 7.0 s with
-# hll_sketch_agg, 2.9-3.6 s warm against 2.5-3.1 s; on lineitem's sample alone (8 columns, warm) 0.6 s
-# against 0.38 s, its NDVs within 4% of COUNT(DISTINCT) where approx_count_distinct's were within 6%.
+# hll_sketch_agg (warm, the two 2.7-4.2 s, too noisy to tell apart); on lineitem's sample alone (8
+# columns, warm) 0.72-0.84 s against 0.42-0.49 s, its NDVs within 2.3% of COUNT(DISTINCT) where
+# approx_count_distinct's were within 6%.
 # Past this many rows the pass reads a Bernoulli sample of about SAMPLE_ROWS rows (TABLESAMPLE),
 # after an exact COUNT(*) (Parquet answers it from file footers): NDVs, null counts and heavy
 # hitters are scaled up and marked estimated. 0 switches sampling off (`stats.sample_above_rows`).
