@@ -63,9 +63,11 @@ def check_build(result, report_dir):
     assert record["after_build_statistics"]["analytics.revenue_by_nation"]["gathered"] is False
     with open(os.path.join(report_dir, "seed.nations.json")) as handle:
         cost = json.load(handle)["after_build_statistics"]["analytics.nations"]  # a seed, read by a view
-    # Counted in Python from the rows dbt loaded, no pass over the table; with the catalog reads that
-    # fingerprint them (ANALYZE ... NOSCAN, DESCRIBE): less than the load.
-    assert 0 <= cost["gather_seconds"] < cost["build_seconds"]
+    # Counted in Python from the rows dbt loaded, no pass over the table (the view over it is exact,
+    # above); its cost, with the catalog reads that fingerprint it (ANALYZE ... NOSCAN, DESCRIBE:
+    # slower over Thrift than the seed's own load at times), is recorded next to the load's.
+    assert cost["gather_seconds"] >= 0 and cost["build_seconds"] > 0
+    assert abs(cost["cost_ratio"] - cost["gather_seconds"] / cost["build_seconds"]) < 0.01
     # A staging view reads one table: nothing to rewrite, no I/O, the SQL as written.
     with open(os.path.join(report_dir, "stg_orders.json")) as handle:
         assert json.load(handle)["unchanged_reason"] == "no join or subquery"
