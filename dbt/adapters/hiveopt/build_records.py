@@ -107,11 +107,8 @@ class BuildRecords:
         """The size on disk of these tables from the invocation's catalog cache (None: one unknown)."""
         if not tables:
             return None
-        try:
-            self.statistics.describe_many(tables)
-            sizes = [self.statistics.describe(name).size_bytes for name in tables]
-        except Exception:  # the optimizer looks, as without a memory
-            return None
+        infos = self.statistics.describe_all(tables)  # a relation the catalog does not know is left out
+        sizes = [infos[name].size_bytes if name in infos else None for name in (t.lower() for t in tables)]
         return None if any(size is None for size in sizes) else float(sum(sizes))
 
     def tag(self, unique_id: str, label: str, materialization: str | None, record: dict) -> str:
