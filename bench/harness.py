@@ -51,8 +51,24 @@ def prepare(scale: str):
     return spark, {"bench": True, "tpch_schema": f"tpch_sf{str(scale).replace('.', '_')}"}
 
 
+def session_for(target: str) -> None:
+    """The shared session's settings as each side runs by itself: hiveopt's embedded session keeps
+    a table's size through an INSERT (connections.session_configs), plain dbt-spark's session
+    has Spark's default (off: a seed's INSERT then lists no files and writes no size)."""
+    from pyspark.sql import SparkSession
+
+    from dbt.adapters.hiveopt.connections import SIZES_KEPT_ON_INSERT
+
+    session = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    if session is not None:
+        session.conf.set(SIZES_KEPT_ON_INSERT, "false" if target == "spark" else "true")
+
+
 def dbt(args: list[str], target_path: str) -> dict[str, float]:
     from dbt.cli.main import dbtRunner
+
+    if "--target" in args:
+        session_for(args[args.index("--target") + 1])
 
     result = dbtRunner().invoke(
         [

@@ -37,6 +37,7 @@ def build(target: str, variant: str, common: dict, label: str) -> dict:
     from dbt.cli.main import dbtRunner
 
     path = os.path.join(harness.RESULTS, "project", variant, label)
+    harness.session_for(target)
     result = dbtRunner().invoke(
         [
             "build",

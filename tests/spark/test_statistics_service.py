@@ -110,6 +110,27 @@ def test_a_first_pass_reads_the_columns_the_projects_models_name(spark):
     assert state == "current" and not [q for q in statements if "HLL_SKETCH_AGG" in q.upper()]
 
 
+def test_a_first_pass_details_only_the_columns_the_projects_models_use_as_keys(spark):
+    """With the project's keys known (key_columns.key_words_downstream), a column the models name
+    but never join or filter on is read (its NDV, nulls) without heavy hitters or a histogram,
+    and a key no model compares by range gets no histogram: the detail is the costly part of a
+    pass."""
+    execute, statements = _wide_table(spark, "st.keyed", names="id % 40")
+
+    s = StatisticsService(execute, stats_schema="hiveopt_test_keyed")
+    s.project_words = {"st.keyed": {"select", "id", "segment", "name", "from", "where"}}
+    s.project_keys = {"st.keyed": {"segment", "id"}}
+    s.project_ranges = {}  # id is joined on, never compared by range: no histogram
+    stats, state, _ = s.ensure("st.keyed", [], columns={"id"})
+    assert state == "gathered" and set(stats.columns) == {"id", "segment", "name"}
+    (first_pass,) = [q for q in statements if "HLL_SKETCH_AGG" in q.upper()]
+    assert "APPROX_TOP_K(`segment`" in first_pass and "APPROX_TOP_K(`name`" not in first_pass
+    assert "APPROX_PERCENTILE" not in first_pass
+    assert stats.column("segment").heavy_hitters is not None and stats.column("id").heavy_hitters is not None
+    assert stats.column("name").heavy_hitters is None and stats.column("id").histogram is None
+    assert stats.column("name").ndv.value == pytest.approx(40, rel=0.1)
+
+
 def test_statistics_are_shared_through_the_warehouse(spark, stats_table):
     service(spark).gather(stats_table)
     fresh = service(spark)  # another machine / run: nothing in memory

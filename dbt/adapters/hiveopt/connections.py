@@ -134,6 +134,9 @@ class HiveoptCredentials(SparkCredentials):
         return (*super()._connection_keys(), "method", "spark_dir", "optimizer")
 
 
+SIZES_KEPT_ON_INSERT = "spark.sql.statistics.size.autoUpdate.enabled"
+
+
 def session_configs(spark_dir: str) -> dict[str, str]:
     """Static settings of an embedded session: warehouse, metastore and derby.log in spark_dir."""
     return {
@@ -145,6 +148,11 @@ def session_configs(spark_dir: str) -> dict[str, str]:
             f"-Dderby.system.home={spark_dir} -Dlog4j2.configurationFile=file:{spark_log_settings(spark_dir)}"
         ),
         "spark.ui.showConsoleProgress": "false",
+        # An INSERT then keeps the table's size in the catalog instead of dropping it: a seed
+        # (CREATE TABLE, then INSERT ... VALUES) needs no ANALYZE ... NOSCAN for the size that
+        # fingerprints its statistics (CTAS records the size either way). The INSERT lists the
+        # table's files and writes the size, which that ANALYZE did as a statement of its own.
+        SIZES_KEPT_ON_INSERT: "true",
     }
 
 
@@ -229,16 +237,32 @@ def session_task_slots() -> int | None:
 def session_broadcast_threshold() -> int | None:
     """The embedded session's spark.sql.autoBroadcastJoinThreshold in bytes (-1: off), or None
     without a session: the line under which Spark broadcasts a join side by itself."""
-    from pyspark.sql import SparkSession
-
-    # dbt's worker threads have no active session of their own: the process's session is it.
-    session = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    session = _embedded_session()
     if session is None:
         return None
     try:
         return int(session._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
     except Exception:  # a session of another kind (Spark Connect): the default stands
         return None
+
+
+def session_keeps_sizes_on_insert() -> bool:
+    """Whether the embedded session keeps a table's size in the catalog through an INSERT
+    (SIZES_KEPT_ON_INSERT; a profile's server_side_parameters may switch it off): False without one."""
+    session = _embedded_session()
+    if session is None:
+        return False
+    try:
+        return str(session.conf.get(SIZES_KEPT_ON_INSERT, "false")).lower() == "true"
+    except Exception:
+        return False
+
+
+def _embedded_session() -> Any:
+    from pyspark.sql import SparkSession
+
+    # dbt's worker threads have no active session of their own: the process's session is it.
+    return SparkSession.getActiveSession() or SparkSession._instantiatedSession
 
 
 class HiveoptConnectionManager(SparkConnectionManager):

@@ -25,6 +25,7 @@ from dbt.adapters.hiveopt.connections import (
     HiveoptConnectionMethod,
     ServerTaskSlots,
     session_broadcast_threshold,
+    session_keeps_sizes_on_insert,
     session_task_slots,
 )
 from dbt.adapters.hiveopt.feedback import Choice
@@ -93,6 +94,11 @@ class HiveoptAdapter(SparkAdapter):
             if "spark_broadcast_threshold_bytes" not in block and threshold is not None:
                 block["spark_broadcast_threshold_bytes"] = threshold
         return block
+
+    def _sizes_kept_on_insert(self) -> bool:
+        """The embedded session keeps sizes through an INSERT (connections.SIZES_KEPT_ON_INSERT);
+        a server's setting is its own, and a seed there pays an ANALYZE ... NOSCAN."""
+        return self.config.credentials.method == SparkConnectionMethod.SESSION and session_keeps_sizes_on_insert()
 
     def _session_slots(self) -> int | None:
         """The embedded session's cores (local[N]), read once: they do not change."""
@@ -441,16 +447,18 @@ class HiveoptAdapter(SparkAdapter):
             # Models will read this relation: they need the statistics store, read now in the
             # background (0.2-0.5 s) rather than on the first such model's path.
             self._read_store_ahead()
+            # A seed's INSERT drops its size from the catalog, unless the session keeps it.
+            inserted = loaded is not None and not self._sizes_kept_on_insert()
             for relation in relations or []:
                 name = f"{relation.schema}.{relation.identifier}".lower()
                 began = time.perf_counter()
-                self.statistics.describe(name, refresh=True, inserted=loaded is not None)
+                self.statistics.describe(name, refresh=True, inserted=inserted)
                 if loaded is not None:
                     self.statistics.record_rows(name, [tuple(row) for row in loaded.rows])
                 else:
                     self.statistics.gather(name)
                 # Counted with the catalog reads that give the statistics their fingerprint: a seed's
-                # ANALYZE ... NOSCAN and DESCRIBE (0.4-1.3 s in a cold session) are there for them.
+                # DESCRIBE (and over a server its ANALYZE ... NOSCAN: 0.4-1.3 s in a cold session).
                 seconds = time.perf_counter() - began
                 ratio = seconds / build_seconds if build_seconds else None
                 self._report().add_gathering(label, name, seconds, build_seconds, ratio)

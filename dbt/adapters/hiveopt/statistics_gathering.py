@@ -118,11 +118,14 @@ def gather_query(
     heavy_hitters: int = DEFAULT_HEAVY_HITTERS,
     buckets: int = DEFAULT_HISTOGRAM_BUCKETS,
     sample_percent: float | None = None,
+    ranged: Iterable[str] | None = None,
 ) -> exp.Select:
     """The one aggregate pass, as an AST. Results are strings (to_json for arrays) so that dbt's
     agate conversion and the Thrift protocol return the same thing. `sample_percent`: over a
-    Bernoulli sample (TABLESAMPLE) of the table."""
+    Bernoulli sample (TABLESAMPLE) of the table. `ranged`: the key columns given a histogram
+    (None: every number and date among them); a histogram serves range filters only."""
     keys = {k.lower() for k in key_columns}
+    histograms = None if ranged is None else {r.lower() for r in ranged}
     projections: list[exp.Expression] = [exp.alias_(exp.Count(this=exp.Star()), "row_count")]
     for i, (name, data_type) in enumerate(columns.items()):
         column = exp.column(name, quoted=True)
@@ -143,7 +146,7 @@ def gather_query(
                     f"c{i}_hh",
                 )
             )
-            if base in ORDERED_TYPES:
+            if base in ORDERED_TYPES and (histograms is None or name.lower() in histograms):
                 ranks = exp.Array(expressions=[exp.Literal.number(round(j / buckets, 6)) for j in range(buckets + 1)])
                 projections.append(
                     exp.alias_(

@@ -106,6 +106,11 @@ class StatisticsService(StatisticsStore):
         # Per table, the words of the project's models that read it (project_graph.words_downstream):
         # a first pass reads and details the columns they name. Set by the adapter from dbt's graph.
         self.project_words: dict[str, set[str]] = {}
+        # Per table, the words those models use as join or filter keys (key_columns.py): the
+        # columns a first pass details; and those they compare by range, the keys it gives a
+        # histogram. None: not known, every column named is detailed.
+        self.project_keys: dict[str, set[str]] | None = None
+        self.project_ranges: dict[str, set[str]] = {}
         # Counts of full passes per table in this process (a test reads them: one per table).
         self.full_passes: dict[str, int] = {}
         # Passes of any kind run by this service (a build timed while one ran is not a fair measure).
@@ -211,8 +216,8 @@ class StatisticsService(StatisticsStore):
         with self._table_lock(name):
             info = self.describe(name)
             self.load()
-            read, keys = self._pass_plan(name, info, key_columns, columns)
-            stats, seconds = self._run_pass(name, read, keys)
+            read, keys, ranged = self._pass_plan(name, info, key_columns, columns)
+            stats, seconds = self._run_pass(name, read, keys, ranged=ranged)
             self._keep_full_pass(name, info, stats, seconds)
             return GatherResult(stats, seconds)
 
@@ -241,28 +246,38 @@ class StatisticsService(StatisticsStore):
 
     def _pass_plan(
         self, name: str, info: TableInfo, key_columns: Iterable[str], columns: Iterable[str] | None
-    ) -> tuple[dict[str, str], set[str]]:
-        """What a full pass over a table reads (column -> type) and details (heavy hitters and a
-        histogram): the columns asked for, the columns earlier passes read, and the columns the
-        project's models name (project_graph.words_downstream). Where the project's words are not
-        known (a run-operation, a test), every number and date column too: the usual join and
-        range keys, cheap to sketch, which a later model would otherwise pay a narrow pass for."""
+    ) -> tuple[dict[str, str], set[str], set[str] | None]:
+        """What a full pass over a table reads (column -> type), details (heavy hitters and a
+        histogram) and, of those, gives a histogram (None: every detailed number and date): the
+        columns asked for, the columns earlier passes read, and the columns the project's models
+        name (project_graph.words_downstream), detailed where they use them as join or filter
+        keys, with a histogram where they compare them by range (key_columns). Where the
+        project's words are not known (a run-operation, a test), every number and date column
+        too: the usual join and range keys, which a later model would otherwise pay a narrow
+        pass for."""
         previous = self._stored(name.lower())
         keys = {k.lower() for k in key_columns}
         wanted = None if columns is None else {c.lower() for c in columns} | keys
+        ranged: set[str] | None = None
         if previous is not None:  # keep what earlier models asked for: detail and columns
             keys |= {c for c, s in previous.columns.items() if s.heavy_hitters is not None}
             wanted = None if wanted is None else wanted | set(previous.columns)
         if name.lower() in self.project_words:
             named = self._named_by_project(name, info)
-            keys |= named
+            if self.project_keys is None:
+                keys |= named
+            else:
+                keys |= named & self.project_keys.get(name.lower(), set())
+                ranged = named & self.project_ranges.get(name.lower(), set())
+                if previous is not None:
+                    ranged |= {c for c, s in previous.columns.items() if s.histogram}
             wanted = None if wanted is None else wanted | named
         else:
             numbers = {c.lower() for c, t in info.columns.items() if base_type(t) in ALWAYS_DETAILED_TYPES}
             keys |= numbers
             wanted = None if wanted is None else wanted | numbers
         read = {c: t for c, t in info.columns.items() if wanted is None or c.lower() in wanted}
-        return read, keys & {c.lower() for c in read}
+        return read, keys & {c.lower() for c in read}, ranged
 
     def _keep_full_pass(self, name: str, info: TableInfo, stats: TableStats, seconds: float) -> None:
         stats.size_bytes = Estimate.exact(info.size_bytes) if info.size_bytes is not None else Estimate.absent()
@@ -322,17 +337,20 @@ class StatisticsService(StatisticsStore):
         columns: dict[str, str],
         keys: set[str],
         known_rows: Estimate | None = None,
+        ranged: set[str] | None = None,
     ) -> tuple[TableStats, float]:
         """One aggregate over `columns`; `known_rows`: the exact row count of the table as it is
-        (from a pass over the same data), which spares a big table its COUNT(*)."""
+        (from a pass over the same data), which spares a big table its COUNT(*); `ranged`: the
+        keys given a histogram (None: every number and date among them)."""
         counted = {name.lower(): int(known_rows.value)} if known_rows is not None and known_rows.is_exact else {}
-        gathered, seconds = self._run_passes({name.lower(): (columns, keys)}, counted)
+        gathered, seconds = self._run_passes({name.lower(): (columns, keys, ranged)}, counted)
         return gathered[name.lower()], seconds
 
     def _run_passes(
-        self, plans: dict[str, tuple[dict[str, str], set[str]]], counted: dict[str, int] | None = None
+        self, plans: dict[str, tuple[dict[str, str], set[str], set[str] | None]], counted: dict[str, int] | None = None
     ) -> tuple[dict[str, TableStats], float]:
-        """The aggregate passes of several tables (name -> columns read, key columns detailed) as
+        """The aggregate passes of several tables (name -> columns read, key columns detailed,
+        those of them given a histogram: _pass_plan) as
         one query; a big table is read from a sample after an exact count (one query counts them
         all, from Parquet footers) unless `counted` knows its rows."""
         with self._lock:
@@ -354,13 +372,15 @@ class StatisticsService(StatisticsStore):
             if self.sample_above_rows and rows.get(name, 0) > self.sample_above_rows
         }
         queries = {
-            name: gather_query(name, read, keys, self.heavy_hitters, self.buckets, sample_percent=percents.get(name))
-            for name, (read, keys) in plans.items()
+            name: gather_query(
+                name, read, keys, self.heavy_hitters, self.buckets, sample_percent=percents.get(name), ranged=ranged
+            )
+            for name, (read, keys, ranged) in plans.items()
         }
         gathered: dict[str, TableStats] = {}
         for table_name, payload in self.execute(batched(queries).sql(DIALECT)):
             name = str(table_name).lower()
-            read, keys = plans[name]
+            read, keys, _ = plans[name]
             query = queries[name]
             names = [p.alias_or_name for p in query.selects]
             stats = parse_gather_row(names, parse_batched_row(query, payload), read, self.describe(name).fingerprint)
