@@ -150,7 +150,7 @@ def test_feedback_measures_each_rewrite_once_and_keeps_the_faster_on_threads(spa
     each runs optimized, then as written, then whichever built faster (the optimized SQL only
     when faster by the margin), every outcome saved (two per model, none lost to concurrent
     saves); an outcome where the original was faster keeps the original and the record says why."""
-    from dbt.adapters.hiveopt.feedback import MARGIN, Outcome
+    from dbt.adapters.hiveopt.feedback import MARGIN, ORIGINAL_FASTER, NoGain, Outcome
 
     for db in ("stt_src", "stt_stats", "stt"):
         spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")
@@ -176,11 +176,16 @@ def test_feedback_measures_each_rewrite_once_and_keeps_the_faster_on_threads(spa
     assert all(f["why"].startswith("exploring: the original this build") for f in ran[2].values())
     assert all(f["seconds"] > 0 for build in ran[1:] for f in build.values())
     rows = spark.sql("SELECT table_name, payload FROM stt_stats.table_statistics WHERE table_name LIKE 'outcome:%'")
-    outcomes = {}
+    outcomes, memories = {}, {}
     for row in rows.collect():
+        if row.table_name.endswith(":no-gain"):  # a kept original, remembered (below)
+            memories[row.table_name.split(":")[1].split(".")[1]] = NoGain.from_payload(row.payload)
+            continue
         outcome = Outcome.from_payload(row.payload)
         outcomes.setdefault(row.table_name, []).append(outcome)
     assert len(outcomes) == 2 * MODELS, sorted(outcomes)
+    kept_original = {name for name, build in ran[3].items() if build["ran"] == "original"}
+    assert set(memories) == kept_original and all(m.reason == ORIGINAL_FASTER for m in memories.values())
     for name, build in ran[3].items():  # judged on what builds 2 and 3 measured
         optimized, original = ran[1][name]["seconds"], ran[2][name]["seconds"]
         expected = "optimized" if optimized <= original * (1 - MARGIN) else "original"
@@ -195,6 +200,7 @@ def test_feedback_measures_each_rewrite_once_and_keeps_the_faster_on_threads(spa
     service = StatisticsService(lambda sql: [tuple(r) for r in spark.sql(sql).collect()], stats_schema="stt_stats")
     rewrite, size = ran[3]["m00"]["rewrite"], ran[3]["m00"]["input_bytes"]
     now = datetime.datetime.now(datetime.timezone.utc)  # later than the runs': the latest save wins
+    service.forget_outcomes(["stt.m00"])  # with what build 4 remembered, if it kept the original
     service.record_outcome("stt.m00", Outcome("optimized", rewrite, 7.9, size, now.isoformat()))
     service.record_outcome("stt.m00", Outcome("original", rewrite, 4.9, size, now.isoformat()))
     events = Events()
@@ -206,6 +212,15 @@ def test_feedback_measures_each_rewrite_once_and_keeps_the_faster_on_threads(spa
     assert events.matching(f"m00: runs as written ({why})")
     (line,) = events.matching("models: ")
     assert "1 unchanged (1 feedback: the original was faster)" in line, line
+    # Remembered: the next build of the same SQL on inputs of the same size runs as written at
+    # once, with no catalog read of its inputs, no statistics and no optimizer.
+    events = Events()
+    assert run(tmp_path, "run", "--select", "m00", events=events).success
+    record = records(tmp_path)["m00"]
+    assert record["unchanged_reason"].startswith(f"feedback: the original was faster (remembered): {why}; "), record
+    assert record["statistics_gathering"] == {} and not record["rules"] and "feedback" not in record
+    (line,) = events.matching("models: ")
+    assert "1 unchanged (1 feedback: the original was faster (remembered))" in line, line
 
 
 @pytest.mark.thrift

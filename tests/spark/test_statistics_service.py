@@ -347,8 +347,8 @@ def test_forgetting_outcomes_keeps_the_statistics(spark, stats_table):
 
 def test_nothing_to_gain_is_remembered_in_the_store_and_forgotten_with_the_outcomes(spark, stats_table):
     """What the optimizer found nothing to gain on is a row of the store, read by another process
-    (a new service), and forgotten with the model's outcomes."""
-    from dbt.adapters.hiveopt.feedback import NoGain, still_no_gain
+    (a new service), and forgotten with the model's outcomes; so is an original feedback kept."""
+    from dbt.adapters.hiveopt.feedback import ORIGINAL_FASTER, NoGain, still_no_gain
 
     s = service(spark, schema="hiveopt_test_nogain")
     spark.sql("DROP DATABASE IF EXISTS hiveopt_test_nogain CASCADE")
@@ -360,6 +360,14 @@ def test_nothing_to_gain_is_remembered_in_the_store_and_forgotten_with_the_outco
     assert fresh.no_gain("db.other") is None
     assert fresh.forget_outcomes(["db.m"]) == 1
     assert service(spark, schema="hiveopt_test_nogain").no_gain("db.m") is None
+    # A kept original is the same kind of memory, with feedback's why; a later one replaces it.
+    kept = NoGain("k2", 500.0, "2026-11-26T07:00:00+00:00", ORIGINAL_FASTER, "kept original: 7.9 s vs 4.9 s")
+    fresh.record_no_gain("db.m", kept)
+    again = service(spark, schema="hiveopt_test_nogain")
+    assert again.no_gain("db.m") == kept
+    assert still_no_gain(again.no_gain("db.m"), "k2", 600.0).startswith(
+        "feedback: the original was faster (remembered): kept original: 7.9 s vs 4.9 s; the same SQL"
+    )
 
 
 def test_a_seed_loaded_again_with_the_same_rows_is_not_saved_again(spark):

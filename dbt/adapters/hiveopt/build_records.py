@@ -16,6 +16,7 @@ from typing import Any
 
 from dbt.adapters.hiveopt.actual_rows import SparkPlan, attach_all, read_plans, worst_q_error
 from dbt.adapters.hiveopt.feedback import (
+    ORIGINAL_FASTER,
     Choice,
     NoGain,
     Outcome,
@@ -102,6 +103,25 @@ class BuildRecords:
             return
         decided_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         self.statistics.record_no_gain(table, NoGain(key, input_bytes, decided_at))
+
+    def remember_kept_original(self, table: str, seen: tuple[str, float | None], why: str) -> None:
+        """Feedback measured both SQL texts and kept the original: the next builds of the same SQL,
+        settings and optimizer, on inputs within 2x, run it at once, as a model with nothing to
+        gain does (feedback keeps its choice until then anyway)."""
+        key, input_bytes = seen
+        if input_bytes is None:
+            return
+        decided_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        self.statistics.record_no_gain(table, NoGain(key, input_bytes, decided_at, ORIGINAL_FASTER, why))
+
+    def forget_decision(self, table: str) -> None:
+        """A rewrite runs for this model now: a remembered decision to run it as written (from
+        inputs of another size) must not come back when the inputs do. Written only when there is
+        one: a key that matches no build."""
+        memory = self.statistics.no_gain(table)
+        if memory is not None and memory.key:
+            decided_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            self.statistics.record_no_gain(table, NoGain("", 0.0, decided_at, "forgotten"))
 
     def _bytes_of(self, tables: list[str]) -> float | None:
         """The size on disk of these tables from the invocation's catalog cache (None: one unknown)."""

@@ -41,10 +41,13 @@ RESIZE_FACTOR = 2.0
 # The statistics store's row name for an outcome: `outcome:<model>:<variant>`.
 PREFIX = "outcome:"
 VARIANTS = ("optimized", "original")
-# The row name's last part for a model whose optimizer found nothing to gain (NoGain).
+# The row name's last part for a model left as written by a decision the next builds remember
+# (NoGain): the optimizer found nothing to gain, or feedback kept the original.
 NO_GAIN = "no-gain"
+NOTHING_GAINED = "no rewrite found a gain"
+ORIGINAL_FASTER = "feedback: the original was faster"
 # How the run's summary counts a model left as written from that memory (the record says more).
-REMEMBERED_NO_GAIN = "no rewrite found a gain (remembered)"
+REMEMBERED = " (remembered)"
 
 
 def rewrite_fingerprint(original_sql: str, optimized_sql: str) -> str:
@@ -180,15 +183,23 @@ def decision_key(sql: str, settings: str) -> str:
 
 @dataclass(frozen=True)
 class NoGain:
-    key: str  # decision_key of the build that found nothing to gain
+    key: str  # decision_key of the build that decided
     input_bytes: float  # the size on disk of the tables the model reads (through views)
     decided_at: str  # ISO time
+    reason: str = NOTHING_GAINED  # or ORIGINAL_FASTER
+    detail: str = ""  # feedback's why ("kept original: optimized 2.6 s vs original 2.0 s on ...")
 
     @classmethod
     def from_payload(cls, payload: str) -> NoGain | None:
         try:
             data = json.loads(payload)
-            return cls(str(data["key"]), float(data["input_bytes"]), str(data["decided_at"]))
+            return cls(
+                str(data["key"]),
+                float(data["input_bytes"]),
+                str(data["decided_at"]),
+                str(data.get("reason") or NOTHING_GAINED),
+                str(data.get("detail") or ""),
+            )
         except (ValueError, TypeError, KeyError):
             return None
 
@@ -205,6 +216,9 @@ def still_no_gain(memory: NoGain | None, key: str, input_bytes: float | None) ->
     no rewrite found a gain (remembered): decided on 2026-11-26; the same SQL, settings and optimizer, inputs within 2x
     >>> still_no_gain(memory, "k1", 2500.0), still_no_gain(memory, "k2", 1000.0), still_no_gain(memory, "k1", None)
     (None, None, None)
+    >>> kept = NoGain("k1", 1000.0, "2026-11-26T10:00:00", ORIGINAL_FASTER, "kept original: 2.6 s vs 2.0 s")
+    >>> print(still_no_gain(kept, "k1", 900.0).split("; ")[0])
+    feedback: the original was faster (remembered): kept original: 2.6 s vs 2.0 s
     """
     if memory is None or memory.key != key or input_bytes is None:
         return None
@@ -212,6 +226,6 @@ def still_no_gain(memory: NoGain | None, key: str, input_bytes: float | None) ->
     if high / low > RESIZE_FACTOR:
         return None
     return (
-        f"{REMEMBERED_NO_GAIN}: decided on {memory.decided_at[:10]}; the same SQL, settings and optimizer, "
-        f"inputs within {RESIZE_FACTOR:g}x"
+        f"{memory.reason}{REMEMBERED}: {memory.detail or 'decided on ' + memory.decided_at[:10]}; "
+        f"the same SQL, settings and optimizer, inputs within {RESIZE_FACTOR:g}x"
     )

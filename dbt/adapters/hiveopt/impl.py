@@ -28,7 +28,7 @@ from dbt.adapters.hiveopt.connections import (
     session_keeps_sizes_on_insert,
     session_task_slots,
 )
-from dbt.adapters.hiveopt.feedback import Choice
+from dbt.adapters.hiveopt.feedback import ORIGINAL_FASTER, Choice
 from dbt.adapters.hiveopt.html_report import write_index
 from dbt.adapters.hiveopt.model_inputs import InputGatherer, fetch_small_side_values  # noqa: F401 (fuzz/ imports it here)
 from dbt.adapters.hiveopt.optimizer import (
@@ -220,13 +220,13 @@ class HiveoptAdapter(SparkAdapter):
                 "from": slots_from if slots_from != SERVER_SLOTS or self._server_slots.known else "the default",
             },
         )
-        return self._hand_over(sql, result, record, config, model, entered)
+        return self._hand_over(sql, result, record, config, model, entered, seen)
 
     def _no_gain_before(self, sql: str, config: OptimizerConfig, materialization, model, graph):
         """(reason, seen): a table or incremental model whose SQL the optimizer found nothing to
-        gain on before, on inputs of about today's size, runs as written at once (reason); `seen`
-        is what to remember after the optimizer runs (None: no memory for this model). With
-        `feedback: explore` only, as the memory of outcomes."""
+        gain on before, or whose original feedback kept, on inputs of about today's size, runs as
+        written at once (reason); `seen` is what to remember after the optimizer runs (None: no
+        memory for this model). With `feedback: explore` only, as the memory of outcomes."""
         table, unique_id = own_table(model), (model or {}).get("unique_id")
         if config.feedback != "explore" or materialization not in ("table", "incremental"):
             return None, None
@@ -243,6 +243,16 @@ class HiveoptAdapter(SparkAdapter):
             self.records.remember_no_gain(table, seen, result)
         except Exception as error:  # a lost memory costs the next build one more look, nothing else
             logger.debug(f"{label}: nothing-to-gain not remembered ({first_line(error)})")
+
+    def _remember_kept_original(self, label: str, table: str, seen, why: str) -> None:
+        """Remember that feedback kept the original (`why`), or ("") forget what was remembered."""
+        try:
+            if why:
+                self.records.remember_kept_original(table, seen, why)
+            else:
+                self.records.forget_decision(table)
+        except Exception as error:  # the next build runs the optimizer and feedback keeps the original
+            logger.debug(f"{label}: kept original not remembered ({first_line(error)})")
 
     def _model_config(self, label: str, sql: str, model_config, materialization) -> OptimizerConfig | None:
         """The model's settings over the profile's; None when the model runs as written (bad
@@ -263,8 +273,11 @@ class HiveoptAdapter(SparkAdapter):
             return None
         return config
 
-    def _hand_over(self, sql: str, result, record: dict, config: OptimizerConfig, model, entered: float) -> str:
-        """Which SQL runs (feedback), the record, the log lines; the build starts when this returns."""
+    def _hand_over(
+        self, sql: str, result, record: dict, config: OptimizerConfig, model, entered: float, seen=None
+    ) -> str:
+        """Which SQL runs (feedback), the record, the log lines; the build starts when this returns.
+        `seen`: what the memory of decisions keys on (_no_gain_before), to remember a kept original."""
         label, materialization = record["model"], record["materialization"]
         if result.fallback_reason and not result.switched_off:
             logger.warning(f"{label}: not optimized ({result.fallback_reason}); running the model as written")
@@ -278,6 +291,10 @@ class HiveoptAdapter(SparkAdapter):
         ran = sql if choice is not None and choice.variant == "original" else result.sql
         if choice is not None:
             record["feedback"] = said
+            if seen is not None and choice.variant == "original" and not choice.explore:
+                self._remember_kept_original(label, str(own_table(model)), seen, choice.why)
+        if seen is not None and ran != sql:  # a rewrite runs: an older memory to run as written no longer holds
+            self._remember_kept_original(label, str(own_table(model)), seen, "")
         if unique_id:
             record["actual_rows"] = self.records.tag(unique_id, label, materialization, record)
         # What hiveopt added before Spark runs the build: catalog and statistics I/O, the optimizer.
@@ -297,7 +314,7 @@ class HiveoptAdapter(SparkAdapter):
 
     def _summary_of(self, label: str, result, choice: Choice | None) -> None:
         if choice is not None and choice.variant == "original":
-            why = "feedback: measuring the original" if choice.explore else "feedback: the original was faster"
+            why = "feedback: measuring the original" if choice.explore else ORIGINAL_FASTER
             self._summary.add(label, "unchanged", why)
         else:
             self._summary.add_result(label, result)

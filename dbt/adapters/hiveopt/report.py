@@ -10,7 +10,7 @@ import threading
 from collections import Counter
 from typing import Any
 
-from dbt.adapters.hiveopt.feedback import REMEMBERED_NO_GAIN
+from dbt.adapters.hiveopt.feedback import REMEMBERED
 
 _lock = threading.Lock()
 
@@ -167,7 +167,9 @@ class RunSummary:
         elif result.unchanged_reason:
             reason = result.unchanged_reason
             # "no rewrite found a gain (remembered): decided on <date>; ...": counted without the date
-            self.add(label, "unchanged", REMEMBERED_NO_GAIN if reason.startswith(REMEMBERED_NO_GAIN) else reason)
+            if REMEMBERED + ": " in reason:
+                reason = reason.partition(REMEMBERED + ": ")[0] + REMEMBERED
+            self.add(label, "unchanged", reason)
         else:
             absent = sorted(
                 t
