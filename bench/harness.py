@@ -55,11 +55,9 @@ def session_for(target: str) -> None:
     """The shared session's settings as each side runs by itself: hiveopt's embedded session keeps
     a table's size through an INSERT (connections.session_configs), plain dbt-spark's session
     has Spark's default (off: a seed's INSERT then lists no files and writes no size)."""
-    from pyspark.sql import SparkSession
+    from dbt.adapters.hiveopt.connections import SIZES_KEPT_ON_INSERT, embedded_session
 
-    from dbt.adapters.hiveopt.connections import SIZES_KEPT_ON_INSERT
-
-    session = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    session = embedded_session()
     if session is not None:
         session.conf.set(SIZES_KEPT_ON_INSERT, "false" if target == "spark" else "true")
 

@@ -101,8 +101,7 @@ class BuildRecords:
         used = (result.statistics_used or {}).values()
         if any(isinstance(u, dict) and u.get("precision") == "absent" for u in used):
             return
-        decided_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        self.statistics.record_no_gain(table, NoGain(key, input_bytes, decided_at))
+        self.statistics.record_no_gain(table, NoGain(key, input_bytes, _now()))
 
     def remember_kept_original(self, table: str, seen: tuple[str, float | None], why: str) -> None:
         """Feedback measured both SQL texts and kept the original: the next builds of the same SQL,
@@ -111,8 +110,7 @@ class BuildRecords:
         key, input_bytes = seen
         if input_bytes is None:
             return
-        decided_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        self.statistics.record_no_gain(table, NoGain(key, input_bytes, decided_at, ORIGINAL_FASTER, why))
+        self.statistics.record_no_gain(table, NoGain(key, input_bytes, _now(), ORIGINAL_FASTER, why))
 
     def forget_decision(self, table: str) -> None:
         """A rewrite runs for this model now: a remembered decision to run it as written (from
@@ -120,8 +118,7 @@ class BuildRecords:
         one: a key that matches no build."""
         memory = self.statistics.no_gain(table)
         if memory is not None and memory.key:
-            decided_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-            self.statistics.record_no_gain(table, NoGain("", 0.0, decided_at, "forgotten"))
+            self.statistics.record_no_gain(table, NoGain("", 0.0, _now(), "forgotten"))
 
     def _bytes_of(self, tables: list[str]) -> float | None:
         """The size on disk of these tables from the invocation's catalog cache (None: one unknown)."""
@@ -228,9 +225,14 @@ class BuildRecords:
             # for a day that does not come back.
             said["not_measured"] = NOT_MEASURED_AFTER_PASSES
         else:
-            built_at = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+            built_at = _now()
             self.statistics.record_outcome(
                 table, Outcome(outcome.variant, outcome.rewrite, seconds, outcome.input_bytes, built_at)
             )
             said["seconds"] = round(seconds, 3)
         self.report.update(label, {"feedback": said})
+
+
+def _now() -> str:
+    """UTC now, to the second, as the store's memories are dated."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

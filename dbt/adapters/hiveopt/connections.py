@@ -238,7 +238,7 @@ def session_task_slots() -> int | None:
 def session_broadcast_threshold() -> int | None:
     """The embedded session's spark.sql.autoBroadcastJoinThreshold in bytes (-1: off), or None
     without a session: the line under which Spark broadcasts a join side by itself."""
-    session = _embedded_session()
+    session = embedded_session()
     if session is None:
         return None
     try:
@@ -250,7 +250,7 @@ def session_broadcast_threshold() -> int | None:
 def session_keeps_sizes_on_insert() -> bool:
     """Whether the embedded session keeps a table's size in the catalog through an INSERT
     (SIZES_KEPT_ON_INSERT; a profile's server_side_parameters may switch it off): False without one."""
-    session = _embedded_session()
+    session = embedded_session()
     if session is None:
         return False
     try:
@@ -259,7 +259,8 @@ def session_keeps_sizes_on_insert() -> bool:
         return False
 
 
-def _embedded_session() -> Any:
+def embedded_session() -> Any:
+    """The process's SparkSession (the embedded one), or None."""
     from pyspark.sql import SparkSession
 
     # dbt's worker threads have no active session of their own: the process's session is it.

@@ -200,7 +200,8 @@ class HiveoptAdapter(SparkAdapter):
                     sql, label, config, materialization or "table", own_table(model), slots_from == SERVER_SLOTS
                 )
                 if seen is not None:
-                    self._remember_no_gain(label, str(own_table(model)), seen, result)
+                    table = str(own_table(model))
+                    self._update_memory(label, lambda: self.records.remember_no_gain(table, seen, result))
         except Exception as error:  # the run never fails because of the optimizer
             reason = f"optimizer failed ({first_line(error)})"
             logger.warning(f"{label}: {reason}; running the model as written")
@@ -238,21 +239,13 @@ class HiveoptAdapter(SparkAdapter):
             logger.debug(f"{model_label(model, None)}: no memory of earlier builds read ({first_line(error)})")
             return None, None
 
-    def _remember_no_gain(self, label: str, table: str, seen, result) -> None:
+    def _update_memory(self, label: str, work) -> None:
+        """Write the memory of decisions (BuildRecords: nothing to gain, a kept original, or that
+        a rewrite runs again)."""
         try:
-            self.records.remember_no_gain(table, seen, result)
+            work()
         except Exception as error:  # a lost memory costs the next build one more look, nothing else
-            logger.debug(f"{label}: nothing-to-gain not remembered ({first_line(error)})")
-
-    def _remember_kept_original(self, label: str, table: str, seen, why: str) -> None:
-        """Remember that feedback kept the original (`why`), or ("") forget what was remembered."""
-        try:
-            if why:
-                self.records.remember_kept_original(table, seen, why)
-            else:
-                self.records.forget_decision(table)
-        except Exception as error:  # the next build runs the optimizer and feedback keeps the original
-            logger.debug(f"{label}: kept original not remembered ({first_line(error)})")
+            logger.debug(f"{label}: the memory of decisions not written ({first_line(error)})")
 
     def _model_config(self, label: str, sql: str, model_config, materialization) -> OptimizerConfig | None:
         """The model's settings over the profile's; None when the model runs as written (bad
@@ -291,10 +284,11 @@ class HiveoptAdapter(SparkAdapter):
         ran = sql if choice is not None and choice.variant == "original" else result.sql
         if choice is not None:
             record["feedback"] = said
-            if seen is not None and choice.variant == "original" and not choice.explore:
-                self._remember_kept_original(label, str(own_table(model)), seen, choice.why)
+        table = str(own_table(model))
+        if seen is not None and choice is not None and choice.variant == "original" and not choice.explore:
+            self._update_memory(label, lambda: self.records.remember_kept_original(table, seen, choice.why))
         if seen is not None and ran != sql:  # a rewrite runs: an older memory to run as written no longer holds
-            self._remember_kept_original(label, str(own_table(model)), seen, "")
+            self._update_memory(label, lambda: self.records.forget_decision(table))
         if unique_id:
             record["actual_rows"] = self.records.tag(unique_id, label, materialization, record)
         # What hiveopt added before Spark runs the build: catalog and statistics I/O, the optimizer.

@@ -29,21 +29,13 @@ counts every word of it, as project_graph.words_downstream does.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from sqlglot import exp, parse_one
 from sqlglot.errors import SqlglotError
 
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
-from dbt.adapters.hiveopt.project_graph import _READERS, _THROUGH, relation_name
-
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Tags and config() calls go (their bodies stay: an is_incremental() filter counts); other
-# values ({{ ref('x') }}, {{ var('d') }}) become a name.
-_JINJA_TAG = re.compile(r"\{#.*?#\}|\{%.*?%\}|\{\{\s*config\s*\(.*?\}\}", re.S)
-_JINJA_VALUE = re.compile(r"\{\{.*?\}\}", re.S)
-
+from dbt.adapters.hiveopt.project_graph import _READERS, _THROUGH, WORD, relation_name, sql_of_code
 
 # Comparisons whose columns a histogram serves (selectivity._fraction_below); equalities and
 # join keys are served by NDVs and heavy hitters.
@@ -56,12 +48,12 @@ class _Code:
     through a view's aliases)."""
 
     def __init__(self, raw_code: str) -> None:
-        self.words = {w.lower() for w in _WORD.findall(raw_code)}
+        self.words = {w.lower() for w in WORD.findall(raw_code)}
         self.own: dict[str, set[str]] = {"keys": set(), "ranges": set()}
         self.projected: dict[str, set[str]] = {}
         self.parsed = False
         try:
-            tree = parse_one(_JINJA_VALUE.sub(" x ", _JINJA_TAG.sub(" ", raw_code)), dialect=DIALECT)
+            tree = parse_one(sql_of_code(raw_code), dialect=DIALECT)
         except (SqlglotError, ValueError, RecursionError):
             return
         self.parsed = tree is not None

@@ -126,7 +126,7 @@ class InputGatherer:
         try:
             if words:
                 self.statistics.project_words = words_downstream(graph)
-                self.statistics.project_keys, self.statistics.project_ranges = key_words_downstream(graph)
+                self.statistics.project_keys_from = lambda: key_words_downstream(graph)
             if chosen:
                 self._first_tables, self._unbuilt_views = read_unbuilt(graph, selected or [])
         except Exception as error:  # each pass reads what its model names, as without it

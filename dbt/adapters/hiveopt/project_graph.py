@@ -37,7 +37,7 @@ def own_table(model: dict[str, Any] | None) -> str | None:
 
 
 # A word of SQL: what a column name looks like in a model's code.
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def relation_name(node: dict[str, Any]) -> str | None:
@@ -84,7 +84,7 @@ def words_downstream(graph: dict[str, Any]) -> dict[str, set[str]]:
     for unique_id, node in nodes.items():
         if node.get("resource_type") not in _READERS or not node.get("raw_code"):
             continue
-        said = {word.lower() for word in _WORD.findall(node["raw_code"])}
+        said = {word.lower() for word in WORD.findall(node["raw_code"])}
         for parent in above(unique_id):
             name = relation_name(nodes[parent])
             if name:
@@ -96,12 +96,23 @@ def words_downstream(graph: dict[str, Any]) -> dict[str, set[str]]:
 _THROUGH = ("view", "ephemeral")
 _JINJA = re.compile(r"\{#.*?#\}|\{%.*?%\}", re.S)
 _JINJA_VALUE = re.compile(r"\{\{.*?\}\}", re.S)
+_CONFIG = re.compile(r"\{\{\s*config\s*\(.*?\}\}", re.S)
+
+
+def sql_of_code(raw_code: str) -> str:
+    """A model's code (Jinja and all) as SQL to read: comments, tags and config() calls dropped
+    (a tag's body kept: an is_incremental() filter counts), other values ({{ ref('x') }},
+    {{ var('d') }}) a name.
+
+    >>> sql_of_code("{{ config(materialized='view') }} select a from {{ ref('x') }} {% if y %}where b{% endif %}")
+    '  select a from  x   where b '
+    """
+    return _JINJA_VALUE.sub(" x ", _JINJA.sub(" ", _CONFIG.sub(" ", raw_code)))
 
 
 def may_use_statistics(raw_code: str) -> bool:
     """Whether a model's code (Jinja and all) may give a rule something to do: anything but one
-    SELECT over one relation. Jinja tags are dropped and their bodies kept (an is_incremental()
-    filter's subquery counts), values become a name.
+    SELECT over one relation, read from `sql_of_code`.
 
     >>> may_use_statistics("select a from {{ ref('x') }} where d > '{{ var('d') }}'")
     False
@@ -111,7 +122,7 @@ def may_use_statistics(raw_code: str) -> bool:
     ...                    "where a > (select max(a) from {{ this }}) {% endif %}")
     True
     """
-    return not reads_one_relation(_JINJA_VALUE.sub(" x ", _JINJA.sub(" ", raw_code)))
+    return not reads_one_relation(sql_of_code(raw_code))
 
 
 def read_unbuilt(graph: dict[str, Any], selected: Iterable[str]) -> tuple[list[str], list[str]]:

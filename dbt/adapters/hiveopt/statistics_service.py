@@ -111,6 +111,10 @@ class StatisticsService(StatisticsStore):
         # histogram. None: not known, every column named is detailed.
         self.project_keys: dict[str, set[str]] | None = None
         self.project_ranges: dict[str, set[str]] = {}
+        # What computes those two from dbt's graph (it parses every model's code), run by the
+        # first pass that plans its columns: never on a run whose statistics are all current.
+        self.project_keys_from: Callable[[], tuple[dict[str, set[str]], dict[str, set[str]]]] | None = None
+        self._keys_lock = threading.Lock()
         # Counts of full passes per table in this process (a test reads them: one per table).
         self.full_passes: dict[str, int] = {}
         # Passes of any kind run by this service (a build timed while one ran is not a fair measure).
@@ -264,7 +268,7 @@ class StatisticsService(StatisticsStore):
             wanted = None if wanted is None else wanted | set(previous.columns)
         if name.lower() in self.project_words:
             named = self._named_by_project(name, info)
-            if self.project_keys is None:
+            if not self._project_keys_known():
                 keys |= named
             else:
                 keys |= named & self.project_keys.get(name.lower(), set())
@@ -278,6 +282,18 @@ class StatisticsService(StatisticsStore):
             wanted = None if wanted is None else wanted | numbers
         read = {c: t for c, t in info.columns.items() if wanted is None or c.lower() in wanted}
         return read, keys & {c.lower() for c in read}, ranged
+
+    def _project_keys_known(self) -> bool:
+        """project_keys and project_ranges, computed on first use (project_keys_from); False when
+        they are not known (every column the project names is detailed, as without them)."""
+        with self._keys_lock:
+            compute, self.project_keys_from = self.project_keys_from, None
+            if compute is not None and self.project_keys is None:
+                try:
+                    self.project_keys, self.project_ranges = compute()
+                except Exception:  # the pass details every named column
+                    pass
+            return self.project_keys is not None
 
     def _keep_full_pass(self, name: str, info: TableInfo, stats: TableStats, seconds: float) -> None:
         stats.size_bytes = Estimate.exact(info.size_bytes) if info.size_bytes is not None else Estimate.absent()
