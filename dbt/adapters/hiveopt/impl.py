@@ -59,6 +59,11 @@ logger = AdapterLogger("hiveopt")
 
 SERVER_SLOTS = "the server's cluster (its executors' cores)"
 
+# dbt's unit test materialization creates an empty table from `select * from (<model>) where false
+# limit 0` for the model's column types, and runs the test's own query itself, not through us:
+# there are no rows to gain on (the optimizer took 80-170 ms of a 0.3-0.5 s unit test).
+UNIT_TEST_COLUMN_TYPES = "a unit test's column-types table (no rows)"
+
 
 _FETCHING = ("select", "describe", "show", "with", "values", "(")
 
@@ -327,6 +332,8 @@ class HiveoptAdapter(SparkAdapter):
         values, the server's task slots when nothing sets them), then the pure optimizer."""
         if not any(config.rule_enabled(name) for name in RULE_NAMES):
             return optimize(sql, OptimizerContext(config=config, model=label)), {}
+        if materialization == "unit":
+            return pass_through(sql, UNIT_TEST_COLUMN_TYPES), {}
         if reads_one_relation(sql):  # from its tokens: no parse either
             return pass_through(sql, NOTHING_TO_REWRITE), {}
         try:
