@@ -4,9 +4,12 @@ by hiveopt in the same process and warm SparkSession, alternating which goes fir
 round. Prints per round and as medians: dbt's wall time of the invocation, the seconds of all
 models and seeds, and the seconds of the models where no rule fires (the pass-through, which
 must cost nothing), with paired ratios; the first hiveopt build's statistics-gathering cost
-against its build; whether the marts' rows are equal; hiveopt's closing line.
+against its build; whether the marts' rows are equal; hiveopt's closing line. `--control` runs
+plain dbt-spark against itself in the same rounds instead: how far two builds of the same SQL land
+apart on this machine (the floor under any per-model target).
 
     .venv/bin/python bench/project_build.py --scale 0.1 --rounds 3
+    .venv/bin/python bench/project_build.py --scale 0.1 --rounds 3 --control
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 
 VARIANTS = {"dbt-spark": "spark", "hiveopt": "session"}
+# --control: the second side is dbt-spark again (its own folder, the same target).
+CONTROL = {"dbt-spark": "spark", "dbt-spark_again": "spark"}
 MARTS = [
     "revenue_by_nation",
     "brand_revenue",
@@ -124,7 +129,14 @@ def main() -> int:
         help="untimed hiveopt builds after the first one (with --feedback explore: two let every rewrite be "
         "measured both ways, and the rounds then run what feedback kept)",
     )
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="no hiveopt: dbt-spark against dbt-spark, the same rounds (how noisy two builds of the same SQL are)",
+    )
     args = parser.parse_args()
+    if args.control:
+        return control(args)
     os.environ["HIVEOPT_FEEDBACK"] = args.feedback
     spark, common = harness.prepare(args.scale)
     common = {"tpch_schema": common["tpch_schema"]}  # the project as it is, no benchmark models
@@ -218,6 +230,39 @@ def main() -> int:
     same = all(rows["hiveopt"][m] == rows["dbt-spark"][m] for m in MARTS)
     print(f"\nmarts' rows equal (last round): {'yes' if same else 'NO'}")
     return 0 if same else 1
+
+
+def control(args) -> int:
+    """dbt-spark against itself, paired per round as the real comparison is: the spread of the
+    same statements run twice (per model: how many land past 1.05x either way)."""
+    spark, common = harness.prepare(args.scale)
+    common = {"tpch_schema": common["tpch_schema"]}
+    build("spark", "dbt-spark", common, "warmup")
+    runs: dict[str, list[dict]] = {v: [] for v in CONTROL}
+    for round_ in range(args.rounds):
+        for variant in harness.round_order(list(CONTROL), round_):
+            harness.settle(spark)
+            runs[variant].append(build(CONTROL[variant], variant, common, f"round{round_ + 1}"))
+        print(f"round {round_ + 1}/{args.rounds} done", flush=True)
+    first, second = (runs[v] for v in CONTROL)
+    print(f"\nTPC-H SF {args.scale}, threads 4, control: dbt-spark / dbt-spark again (the same SQL both sides)")
+    for title, of in (("dbt build, wall", lambda run: run["wall"]), ("all models and seeds", model_seconds)):
+        ratios = [of(a) / of(b) for a, b in zip(first, second) if of(b)]
+        print(f"{title:40} {median(ratios):7.3f}   rounds: {', '.join(f'{r:.3f}' for r in ratios)}")
+    names = sorted({uid.split(".")[-1] for uid in first[-1]["nodes"] if uid.startswith(("model.", "seed."))})
+    per_model = {}
+    for name in names:
+        ratios = [
+            model_seconds(a, {name}) / model_seconds(b, {name})
+            for a, b in zip(first, second)
+            if model_seconds(b, {name})
+        ]
+        per_model[name] = median(ratios)
+        print(f"  {name:30} {per_model[name]:7.3f}")
+    slower = sum(r < 1 / 1.05 for r in per_model.values())
+    faster = sum(r > 1.05 for r in per_model.values())
+    print(f"models and seeds past 1.05x: {slower} slower, {faster} faster, of {len(per_model)} (same SQL both sides)")
+    return 0
 
 
 if __name__ == "__main__":
