@@ -111,6 +111,25 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def paired(first: list[float], second: list[float]) -> list[float]:
+    """Each round's first / second (a round whose second is 0 left out)."""
+    return [a / b for a, b in zip(first, second) if b]
+
+
+def rounds(spark, variants: dict[str, str], common: dict, count: int, rows=None) -> dict[str, list[dict]]:
+    """`count` paired rounds of builds, the variants (folder -> dbt target) in ABBA order, a full
+    garbage collection before each; `rows`, when given, gets each variant's marts after its build."""
+    runs: dict[str, list[dict]] = {v: [] for v in variants}
+    for round_ in range(count):
+        for variant in harness.round_order(list(variants), round_):
+            harness.settle(spark)
+            runs[variant].append(build(variants[variant], variant, common, f"round{round_ + 1}"))
+            if rows is not None:
+                rows[variant] = marts(spark)
+        print(f"round {round_ + 1}/{count} done", flush=True)
+    return runs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", default="0.1")
@@ -160,15 +179,8 @@ def main() -> int:
     if args.warm_builds:
         print(f"{args.warm_builds} untimed hiveopt builds (feedback {args.feedback})", flush=True)
 
-    runs: dict[str, list[dict]] = {v: [] for v in VARIANTS}
     rows: dict[str, dict[str, list]] = {}
-    order = list(VARIANTS)
-    for round_ in range(args.rounds):
-        for variant in harness.round_order(order, round_):
-            harness.settle(spark)
-            runs[variant].append(build(VARIANTS[variant], variant, common, f"round{round_ + 1}"))
-            rows[variant] = marts(spark)
-        print(f"round {round_ + 1}/{args.rounds} done", flush=True)
+    runs = rounds(spark, VARIANTS, common, args.rounds, rows)
 
     last = runs["hiveopt"][-1]["records"]
     unchanged = sorted(
@@ -195,7 +207,7 @@ def main() -> int:
     ):
         spark_s = [f[key] for f in table["dbt-spark"]]
         ours = [f[key] for f in table["hiveopt"]]
-        ratios = [a / b for a, b in zip(spark_s, ours) if b]
+        ratios = paired(spark_s, ours)
         print(
             f"{title:40} {median(spark_s):12.2f} {median(ours):10.2f} {median(ratios):13.3f}   "
             f"rounds: {', '.join(f'{r:.3f}' for r in ratios)}"
@@ -207,7 +219,7 @@ def main() -> int:
     ):
         spark_s = [model_seconds(run, {name}) for run in runs["dbt-spark"]]
         ours = [model_seconds(run, {name}) for run in runs["hiveopt"]]
-        ratios = [a / b for a, b in zip(spark_s, ours) if b]
+        ratios = paired(spark_s, ours)
         kind = "optimized" if name in optimized else ("no rule" if name in unchanged else "")
         ran = [(run["records"].get(name, {}).get("feedback") or {}).get("ran") for run in runs["hiveopt"]]
         if kind == "optimized" and any(ran):  # which SQL each round ran, as feedback chose
@@ -238,25 +250,16 @@ def control(args) -> int:
     spark, common = harness.prepare(args.scale)
     common = {"tpch_schema": common["tpch_schema"]}
     build("spark", "dbt-spark", common, "warmup")
-    runs: dict[str, list[dict]] = {v: [] for v in CONTROL}
-    for round_ in range(args.rounds):
-        for variant in harness.round_order(list(CONTROL), round_):
-            harness.settle(spark)
-            runs[variant].append(build(CONTROL[variant], variant, common, f"round{round_ + 1}"))
-        print(f"round {round_ + 1}/{args.rounds} done", flush=True)
+    runs = rounds(spark, CONTROL, common, args.rounds)
     first, second = (runs[v] for v in CONTROL)
     print(f"\nTPC-H SF {args.scale}, threads 4, control: dbt-spark / dbt-spark again (the same SQL both sides)")
     for title, of in (("dbt build, wall", lambda run: run["wall"]), ("all models and seeds", model_seconds)):
-        ratios = [of(a) / of(b) for a, b in zip(first, second) if of(b)]
+        ratios = paired([of(run) for run in first], [of(run) for run in second])
         print(f"{title:40} {median(ratios):7.3f}   rounds: {', '.join(f'{r:.3f}' for r in ratios)}")
     names = sorted({uid.split(".")[-1] for uid in first[-1]["nodes"] if uid.startswith(("model.", "seed."))})
     per_model = {}
     for name in names:
-        ratios = [
-            model_seconds(a, {name}) / model_seconds(b, {name})
-            for a, b in zip(first, second)
-            if model_seconds(b, {name})
-        ]
+        ratios = paired([model_seconds(run, {name}) for run in first], [model_seconds(run, {name}) for run in second])
         per_model[name] = median(ratios)
         print(f"  {name:30} {per_model[name]:7.3f}")
     slower = sum(r < 1 / 1.05 for r in per_model.values())
