@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from dbt.adapters.hiveopt.actual_rows import read_plan
+from dbt.adapters.hiveopt.actual_rows import latest_execution_id, read_plan, read_plans
 
 QUERIES = {
     "broadcast join under an aggregate": """
@@ -90,3 +90,27 @@ def test_the_graph_text_says_what_the_metrics_say(spark, tables, title):
     assert {n: plan.nodes[n][1] for n in measured} == measured
     joins = [rows for name, rows in plan.nodes.values() if "Join" in name]
     assert joins and all(rows is not None for rows in joins)
+
+
+def test_the_executions_since_a_noted_one_are_the_latest_so_many(spark, tables):
+    """The adapter notes the latest execution before its first tagged build and sweeps only the
+    executions since (ids count up by one): every build tagged after it is found, none before."""
+    context = spark.sparkContext
+
+    def tagged(description: str, sql: str) -> None:
+        context.setLocalProperty("spark.job.description", description)
+        try:
+            spark.sql(sql).collect()
+        finally:
+            context.setLocalProperty("spark.job.description", None)
+
+    tagged("window test before", "SELECT count(*) FROM rp.f f JOIN rp.d d ON f.k = d.k")
+    noted = latest_execution_id(spark)
+    tagged("window test first", "SELECT count(*) FROM rp.f f JOIN rp.d d ON f.k = d.k WHERE f.k < 5")
+    spark.sql("SHOW TABLES IN rp").collect()  # statements in between are executions too
+    tagged("window test second", "SELECT d.n, count(*) FROM rp.f f JOIN rp.d d ON f.k = d.k GROUP BY d.n")
+    window = latest_execution_id(spark) - noted
+    assert window >= 3
+    wanted = ["window test before", "window test first", "window test second"]
+    assert sorted(read_plans(spark, wanted, window)) == ["window test first", "window test second"]
+    assert sorted(read_plans(spark, wanted)) == sorted(wanted)  # no window: all the session keeps

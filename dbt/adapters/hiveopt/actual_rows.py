@@ -140,6 +140,16 @@ def _whole_name(label: str, tooltip: str) -> str:
     return tooltip[start : end + len(tail)] if end >= 0 else label
 
 
+def latest_execution_id(spark: Any) -> int:
+    """The id of the session's latest SQL execution (-1: none yet). Ids count up by one per
+    execution, so the executions since this one are the latest `latest_execution_id() - id`."""
+    store = spark._jsparkSession.sharedState().statusStore()
+    total = int(store.executionsCount())
+    if not total:
+        return -1
+    return int(store.executionsList(total - 1, 1).iterator().next().executionId())
+
+
 def _recent_executions(store: Any, window: int | None) -> list[Any]:
     """The session's latest `window` SQL executions (None: all it keeps, up to
     spark.sql.ui.retainedExecutions, 1000)."""

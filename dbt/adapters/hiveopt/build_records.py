@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any
 
-from dbt.adapters.hiveopt.actual_rows import SparkPlan, attach_all, read_plans, worst_q_error
+from dbt.adapters.hiveopt.actual_rows import SparkPlan, attach_all, latest_execution_id, read_plans, worst_q_error
 from dbt.adapters.hiveopt.feedback import (
     ORIGINAL_FASTER,
     Choice,
@@ -46,6 +46,12 @@ def _spark_context(session: bool):
     return SparkContext._active_spark_context
 
 
+def _session():
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
+
+
 class BuildRecords:
     """Per build (by dbt's unique_id): the tag of its Spark jobs (actual rows) and the outcome to
     record after it (feedback); the time its build started."""
@@ -58,6 +64,10 @@ class BuildRecords:
         self._unread: list[tuple[str, str]] = []  # (job description, label) of builds run, not read
         self._outcomes: dict[str, tuple[str, Outcome, bool]] = {}  # unique_id -> (table, what ran, exploring)
         self.started: dict[str, float] = {}
+        # The session's latest SQL execution before the first tagged build: the read sweeps only
+        # the executions since (in a process that ran other invocations, the store holds up to
+        # 1000, and sweeping them all took about 200 ms at the end of each invocation).
+        self._before_first_tag: int | None = None
         # Whether this thread's Spark jobs carry a build's tag (a py4j call clears it: only then).
         self._thread = threading.local()
 
@@ -139,6 +149,9 @@ class BuildRecords:
             return "not measured: no join, or no query (a view)"
         if context is None:
             return f"not available on the {self.method} connection (read from the embedded session's SQL metrics)"
+        with self._lock:  # the first tag's: later ones would miss a build tagged before theirs
+            if self._before_first_tag is None:
+                self._before_first_tag = latest_execution_id(_session())
         description = f"hiveopt build {label} {time.perf_counter_ns()}"
         context.setLocalProperty("spark.job.description", description)
         self._thread.tagged = True
@@ -176,10 +189,10 @@ class BuildRecords:
             unread, self._unread = self._unread, []
         if not unread:
             return
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
-        plans = read_plans(spark, [description for description, _ in unread])
+        spark = _session()
+        since = self._before_first_tag
+        window = None if since is None else max(latest_execution_id(spark) - since, 1)
+        plans = read_plans(spark, [description for description, _ in unread], window)
         for description, label in unread:
             self._attach(label, plans.get(description))
 
