@@ -4,7 +4,8 @@ dbt-spark:
 
 - the mart is reordered and hinted through the views (their statistics derived from their
   definitions down to the seeds' and sources' statistics), and its rows equal dbt-spark's;
-- seeds get statistics when `dbt seed` loads them (exact distinct counts: they are small);
+- seeds get statistics when `dbt seed` loads them (exact distinct counts: they are small), saved
+  behind the build;
 - a single-table view model costs nothing: it issues exactly the statements dbt-spark issues;
 - a view model fixes no join algorithm and starts no statistics pass (a view is planned when read);
 - a view over a rebuilt table gets fresh estimates in the next run;
@@ -195,6 +196,9 @@ def test_mart_over_views_is_reordered_and_hinted(spark, views_project):
     assert not [s for s in seed_statements if "count(" in s.lower()], seed_statements
     assert mart["statistics_gathering"]["vws.nations"]["state"] == "current"
     assert not [name for name in stored if name.startswith("vws.stg_")]
+    # Saved behind the build on a connection of its own, not after the last model.
+    saved = [s for s in events.by_node.get("hiveopt-save", []) if "INSERT OVERWRITE" in s.upper()]
+    assert saved and all("table_statistics" in s for s in saved), sorted(events.by_node)
     # One closing line.
     (line,) = events.matching("models: ")
     assert "5 models: 1 optimized, 4 unchanged (4 no join or subquery), 0 fell back" in line, line

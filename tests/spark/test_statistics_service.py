@@ -1,6 +1,8 @@
 """The statistics service on real Spark tables: what one pass gathers, where it is stored,
 freshness, and precision (absent is never zero)."""
 
+import time
+
 import pytest
 
 from dbt.adapters.hiveopt.optimizer.statistics import Precision
@@ -371,34 +373,89 @@ def test_nothing_to_gain_is_remembered_in_the_store_and_forgotten_with_the_outco
 
 
 def test_a_seed_loaded_again_with_the_same_rows_is_not_saved_again(spark):
-    """Every save is a partition the next load lists: statistics the store holds already (a seed
-    loaded again with its rows unchanged) are not written again."""
+    """Every save is a partition the next load lists, and every `dbt build` loads its seeds again
+    (the table created anew: a new creation time, the same rows). Statistics counted from the
+    seed's file hold while the table keeps their size and dbt's graph names the same file: they are
+    not saved again, and a later invocation that does not load the seed uses them."""
     spark.sql("CREATE DATABASE IF NOT EXISTS st")
-    spark.sql("DROP TABLE IF EXISTS st.seedlike")
     spark.sql("DROP DATABASE IF EXISTS hiveopt_test_resave CASCADE")
-    spark.sql("CREATE TABLE st.seedlike USING parquet AS SELECT id, id % 3 AS g FROM range(20)")
-    rows = [tuple(r) for r in spark.sql("SELECT id, g FROM st.seedlike").collect()]
 
-    def invocation():
+    def load(rows):
+        spark.sql("DROP TABLE IF EXISTS st.seedlike")
+        spark.sql("CREATE TABLE st.seedlike (id BIGINT, g BIGINT) USING parquet")
+        spark.sql("INSERT INTO st.seedlike VALUES " + ", ".join(f"({i}, {g})" for i, g in rows))
+
+    def invocation(rows, seed_file):
         s = StatisticsService(
             lambda sql: [tuple(r) for r in spark.sql(sql).collect()],
             stats_schema="hiveopt_test_resave",
             defer_saves=True,
         )
         s.load()
-        s.record_rows("st.seedlike", rows)
+        s.hold_rows("st.seedlike", rows, seed_file)
         s.flush()
 
     def saves():
         return spark.sql("SELECT COUNT(DISTINCT save_id) AS n FROM hiveopt_test_resave.table_statistics").collect()[0].n
 
-    invocation()
+    def state_for(seed_file):
+        reader = service(spark, "hiveopt_test_resave")
+        reader.seed_files = {"st.seedlike": seed_file} if seed_file else {}
+        return reader.current("st.seedlike")[1]
+
+    rows = [(i, i % 3) for i in range(20)]
+    load(rows)
+    invocation(rows, "sha-1")
     assert saves() == 1
-    invocation()
+    time.sleep(1.1)  # the catalog's creation time counts seconds
+    load(rows)
+    invocation(rows, "sha-1")
     assert saves() == 1
+    assert state_for("sha-1") == "current"
+    assert state_for("sha-2").startswith("stale")  # the project's file changed since: counted again
+    assert state_for(None).startswith("stale")  # nothing says which file the table came from
     rows.append((99, 0))  # other rows: saved
-    invocation()
+    load(rows)
+    invocation(rows, "sha-2")
     assert saves() == 2
+    assert state_for("sha-2") == "current"
+
+
+def test_a_seeds_rows_are_counted_when_first_read_or_when_saved(spark):
+    """A seed's loaded rows are held with no statement of their own; counted, with the table's
+    fingerprint as it is now, when something first reads the statistics, or when they are saved
+    (a `dbt seed` that no model reads after); never with a Spark pass over the table."""
+    spark.sql("CREATE DATABASE IF NOT EXISTS st")
+    spark.sql("DROP DATABASE IF EXISTS hiveopt_test_held CASCADE")
+    for name in ("st.held_read", "st.held_saved"):
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+        spark.sql(f"CREATE TABLE {name} USING parquet AS SELECT id, id % 3 AS g FROM range(20)")
+    rows = [tuple(r) for r in spark.sql("SELECT id, g FROM st.held_read").collect()]
+    statements = []
+
+    def execute(sql):
+        statements.append(sql)
+        return [tuple(r) for r in spark.sql(sql).collect()]
+
+    s = StatisticsService(execute, stats_schema="hiveopt_test_held", defer_saves=True)
+    s.hold_rows("st.held_read", rows)
+    s.hold_rows("st.held_saved", rows)
+    assert statements == [] and s.pending == 2
+
+    stats, state = s.current("st.held_read")
+    assert state == "current" and stats.row_count.value == 20 and stats.row_count.is_exact
+    assert stats.columns["g"].ndv.value == 3 and stats.columns["g"].ndv.is_exact
+    assert stats.fingerprint == service(spark).describe("st.held_read").fingerprint
+    assert not [q for q in statements if "count(" in q.lower()], statements
+    assert s.pending == 2  # one counted and waiting for the save, one still held
+
+    s.flush()
+    assert s.pending == 0
+    fresh = service(spark, "hiveopt_test_held")
+    for name in ("st.held_read", "st.held_saved"):
+        stats, state = fresh.current(name)
+        assert state == "current" and stats.row_count.value == 20, (name, state)
+    assert not [q for q in statements if "count(" in q.lower()], statements
 
 
 def test_show_table_extended_says_what_describe_says(spark):

@@ -247,18 +247,6 @@ def session_broadcast_threshold() -> int | None:
         return None
 
 
-def session_keeps_sizes_on_insert() -> bool:
-    """Whether the embedded session keeps a table's size in the catalog through an INSERT
-    (SIZES_KEPT_ON_INSERT; a profile's server_side_parameters may switch it off): False without one."""
-    session = embedded_session()
-    if session is None:
-        return False
-    try:
-        return str(session.conf.get(SIZES_KEPT_ON_INSERT, "false")).lower() == "true"
-    except Exception:
-        return False
-
-
 def embedded_session() -> Any:
     """The process's SparkSession (the embedded one), or None."""
     from pyspark.sql import SparkSession

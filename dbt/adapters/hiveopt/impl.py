@@ -25,7 +25,6 @@ from dbt.adapters.hiveopt.connections import (
     HiveoptConnectionMethod,
     ServerTaskSlots,
     session_broadcast_threshold,
-    session_keeps_sizes_on_insert,
     session_task_slots,
 )
 from dbt.adapters.hiveopt.feedback import ORIGINAL_FASTER, Choice
@@ -48,7 +47,7 @@ from dbt.adapters.hiveopt.optimizer.pipeline import (
     pass_through,
 )
 from dbt.adapters.hiveopt.optimizer.single_relation import reads_one_relation
-from dbt.adapters.hiveopt.project_graph import own_table, read_by_models, tables_read
+from dbt.adapters.hiveopt.project_graph import own_table, read_by_models, seed_file, tables_read
 from dbt.adapters.hiveopt.report import Report, RunSummary, current_invocation, model_label
 from dbt.adapters.hiveopt.statistics_gathering import DEFAULT_SAMPLE_ABOVE_ROWS
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
@@ -65,6 +64,11 @@ SERVER_SLOTS = "the server's cluster (its executors' cores)"
 UNIT_TEST_COLUMN_TYPES = "a unit test's column-types table (no rows)"
 
 
+SEED_ROWS_HELD = "counted from the rows dbt loaded when a model first reads them, or behind the build"
+
+# How long a save behind the build waits for other builds' statistics to share it.
+SAVE_BEHIND_AFTER_SECONDS = 1.0
+
 _FETCHING = ("select", "describe", "show", "with", "values", "(")
 
 
@@ -78,6 +82,8 @@ class HiveoptAdapter(SparkAdapter):
         self._summary = RunSummary()
         self._records: BuildRecords | None = None
         self._store_reader: threading.Thread | None = None
+        self._saver: threading.Thread | None = None
+        self._save_now = threading.Event()  # set at the end of the invocation: the saver waits no more
         self._server_slots = ServerTaskSlots()  # a server's, read from its cluster once
         self._slots_of_session: int | None = None  # the embedded session's cores, read once
 
@@ -99,11 +105,6 @@ class HiveoptAdapter(SparkAdapter):
             if "spark_broadcast_threshold_bytes" not in block and threshold is not None:
                 block["spark_broadcast_threshold_bytes"] = threshold
         return block
-
-    def _sizes_kept_on_insert(self) -> bool:
-        """The embedded session keeps sizes through an INSERT (connections.SIZES_KEPT_ON_INSERT);
-        a server's setting is its own, and a seed there pays an ANALYZE ... NOSCAN."""
-        return self.config.credentials.method == SparkConnectionMethod.SESSION and session_keeps_sizes_on_insert()
 
     def _session_slots(self) -> int | None:
         """The embedded session's cores (local[N]), read once: they do not change."""
@@ -385,8 +386,10 @@ class HiveoptAdapter(SparkAdapter):
 
     def cleanup_connections(self) -> None:
         """dbt calls this once at the end of an invocation: the optimizer's one closing line."""
-        if self._store_reader is not None:
-            self._store_reader.join(timeout=120)
+        self._save_now.set()
+        for thread in (self._store_reader, self._saver):
+            if thread is not None:
+                thread.join(timeout=120)
         if self._records is not None:
             try:
                 self._records.read_actual_rows()
@@ -433,7 +436,13 @@ class HiveoptAdapter(SparkAdapter):
         when another model of the project reads it: a model nothing reads would pay a Spark job
         for statistics no build uses. Whatever reads it later gathers them on first read, as for
         a source (`stats.gather_unread_models: true` gathers after every build). A seed passes
-        the rows dbt loaded (`loaded`, an agate table): its statistics are counted from them."""
+        the rows dbt loaded (`loaded`, an agate table): its statistics are counted from them.
+        What was gathered is then saved behind the build (`_save_behind`)."""
+        self._after_build(relations, model, model_config, graph, loaded)
+        self._save_behind()
+        return ""
+
+    def _after_build(self, relations, model, model_config, graph, loaded) -> None:
         label = model_label(model, None)
         unique_id = (model or {}).get("unique_id", "")
         try:
@@ -447,7 +456,7 @@ class HiveoptAdapter(SparkAdapter):
         try:
             config = OptimizerConfig.from_dicts(self._optimizer_block(session=False), model_config or {})
             if not config.enabled or not bool(self._stats_settings().get("auto_gather", True)):
-                return ""
+                return
             started = self.records.started.pop(unique_id, None)
             build_seconds = time.perf_counter() - started if started else None
             if (
@@ -461,29 +470,51 @@ class HiveoptAdapter(SparkAdapter):
                         f"{relation.schema}.{relation.identifier}".lower(),
                         "no model of the project reads it: statistics are gathered when something first does",
                     )
-                return ""
+                return
             # Models will read this relation: they need the statistics store, read now in the
             # background (0.2-0.5 s) rather than on the first such model's path.
             self._read_store_ahead()
-            # A seed's INSERT drops its size from the catalog, unless the session keeps it.
-            inserted = loaded is not None and not self._sizes_kept_on_insert()
             for relation in relations or []:
                 name = f"{relation.schema}.{relation.identifier}".lower()
                 began = time.perf_counter()
-                self.statistics.describe(name, refresh=True, inserted=inserted)
                 if loaded is not None:
-                    self.statistics.record_rows(name, [tuple(row) for row in loaded.rows])
+                    # Counted, and described for their fingerprint (over a server with an
+                    # ANALYZE ... NOSCAN too), when a model first reads them or behind the build.
+                    self.statistics.hold_rows(name, [tuple(row) for row in loaded.rows], seed_file(model))
                 else:
+                    self.statistics.describe(name, refresh=True)
                     self.statistics.gather(name)
-                # Counted with the catalog reads that give the statistics their fingerprint: a seed's
-                # DESCRIBE (and over a server its ANALYZE ... NOSCAN: 0.4-1.3 s in a cold session).
                 seconds = time.perf_counter() - began
                 ratio = seconds / build_seconds if build_seconds else None
-                self._report().add_gathering(label, name, seconds, build_seconds, ratio)
+                how = SEED_ROWS_HELD if loaded is not None else None
+                self._report().add_gathering(label, name, seconds, build_seconds, ratio, how)
                 logger.debug(f"{label}: statistics of {name} in {seconds:.2f}s (build {build_seconds}s)")
         except Exception as error:
             logger.warning(f"{label}: statistics not gathered ({first_line(error)})")
-        return ""
+
+    def _save_behind(self) -> None:
+        """Store the statistics gathered so far on a thread of its own while the build goes on
+        (a seed's, loaded again by every `dbt build`, or a first pass's): saved at the end of the
+        invocation, the save (a Spark write job, 0.3-0.7 s) added that much to every build's wall
+        time after its last model. It waits a moment first, so that builds ending together (seeds
+        load side by side) share one save; one save at a time, and what comes meanwhile waits for
+        the next, or for the end of the invocation."""
+        if self._inputs is None or not self._inputs.statistics.pending:
+            return
+        with self._hiveopt_lock:
+            if self._saver is not None and self._saver.is_alive():
+                return
+            self._saver = threading.Thread(
+                target=self._on_own_connection,
+                args=(self._save_soon, "statistics not saved behind the build", "hiveopt-save"),
+                name="hiveopt-save",
+                daemon=True,
+            )
+        self._saver.start()
+
+    def _save_soon(self) -> None:
+        self._save_now.wait(SAVE_BEHIND_AFTER_SECONDS)
+        self.statistics.flush()
 
     def _read_store_ahead(self) -> None:
         """Read the statistics store on a thread of its own, once per invocation (unless the
@@ -499,9 +530,9 @@ class HiveoptAdapter(SparkAdapter):
             )
         self._store_reader.start()
 
-    def _on_own_connection(self, work, failed: str) -> None:
+    def _on_own_connection(self, work, failed: str, name: str = "hiveopt-ahead") -> None:
         try:
-            with self.connection_named("hiveopt-ahead"):
+            with self.connection_named(name):
                 work()
         except Exception as error:  # the first model that needs it reads it (and warns)
             logger.debug(f"hiveopt: {failed} ({first_line(error)})")

@@ -40,7 +40,7 @@ from dbt.adapters.hiveopt.optimizer.context import FetchedValues, ValueFetch
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery
 from dbt.adapters.hiveopt.optimizer.view_statistics import base_columns, view_statistics
-from dbt.adapters.hiveopt.project_graph import read_unbuilt, sources_read, words_downstream
+from dbt.adapters.hiveopt.project_graph import read_unbuilt, seed_files, sources_read, words_downstream
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
 from dbt.adapters.hiveopt.statistics_store import first_line
 
@@ -125,6 +125,7 @@ class InputGatherer:
             self._selection_read |= chosen
         try:
             if words:
+                self.statistics.seed_files = seed_files(graph)
                 self.statistics.project_words = words_downstream(graph)
                 self.statistics.project_keys_from = lambda: key_words_downstream(graph)
             if chosen:

@@ -36,6 +36,29 @@ def own_table(model: dict[str, Any] | None) -> str | None:
     return relation_name(model) if model else None
 
 
+def seed_files(graph: dict[str, Any]) -> dict[str, str]:
+    """`db.table` of each seed of dbt's graph -> the checksum dbt keeps of its file.
+
+    >>> seed_files({"nodes": {"seed.p.n": {"resource_type": "seed", "schema": "a", "alias": "N",
+    ...     "checksum": {"name": "sha256", "checksum": "ab12"}}}})
+    {'a.n': 'ab12'}
+    """
+    files = {}
+    for node in (graph.get("nodes") or {}).values():
+        checksum = seed_file(node)
+        if checksum and relation_name(node):
+            files[relation_name(node)] = checksum
+    return files
+
+
+def seed_file(node: dict[str, Any] | None) -> str | None:
+    """The checksum dbt keeps of a seed's file (None: not a seed, or none kept)."""
+    if not node or node.get("resource_type") != "seed":
+        return None
+    checksum = (node.get("checksum") or {}).get("checksum")
+    return str(checksum) if checksum else None
+
+
 # A word of SQL: what a column name looks like in a model's code.
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

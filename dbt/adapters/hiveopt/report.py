@@ -103,18 +103,23 @@ class Report:
             return json.load(handle)
 
     def add_gathering(
-        self, label: str, table: str, seconds: float, build_seconds: float | None, ratio: float | None
+        self,
+        label: str,
+        table: str,
+        seconds: float,
+        build_seconds: float | None,
+        ratio: float | None,
+        how: str | None = None,
     ) -> None:
         """Record the after-build statistics cost next to the model's own build time."""
-        self._add_after_build(
-            label,
-            table,
-            {
-                "gather_seconds": round(seconds, 3),
-                "build_seconds": None if build_seconds is None else round(build_seconds, 3),
-                "cost_ratio": None if ratio is None else round(ratio, 3),
-            },
-        )
+        entry = {
+            "gather_seconds": round(seconds, 3),
+            "build_seconds": None if build_seconds is None else round(build_seconds, 3),
+            "cost_ratio": None if ratio is None else round(ratio, 3),
+        }
+        if how:
+            entry["how"] = how
+        self._add_after_build(label, table, entry)
 
     def add_gathering_deferred(self, label: str, table: str, reason: str) -> None:
         """Record that the after-build gathering did not run, and why."""

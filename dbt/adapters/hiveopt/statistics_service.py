@@ -44,8 +44,8 @@ from dbt.adapters.hiveopt.statistics_gathering import (
     scale_sample,
     statistics_from_rows,
 )
-from dbt.adapters.hiveopt.statistics_store import DEFAULT_STATS_SCHEMA, StatisticsStore
-from dbt.adapters.hiveopt.table_info import TableInfo, parse_describe, parse_show_extended
+from dbt.adapters.hiveopt.statistics_store import DEFAULT_STATS_SCHEMA, StatisticsStore, first_line
+from dbt.adapters.hiveopt.table_info import SEED_FILE, TableInfo, describes, parse_describe, parse_show_extended
 
 Execute = Callable[[str], list[tuple[Any, ...]]]
 # Names SHOW TABLE EXTENDED's pattern can match literally (its pattern is a regular expression).
@@ -100,6 +100,11 @@ class StatisticsService(StatisticsStore):
         self._store_loaded = False
         self._unparsed: dict[str, list[tuple[str, Any, Any]]] = {}  # the store's rows, by table
         self._outcomes: dict[str, str] = {}  # build outcomes recorded in this run (feedback.py)
+        # Seeds' loaded rows not counted yet, and the checksum of the file they came from (hold_rows).
+        self._held: dict[str, tuple[list[tuple[Any, ...]], str | None]] = {}
+        # Per seed table, the checksum dbt's graph keeps of its file now (project_graph.seed_files):
+        # statistics counted from that file hold for the seed loaded again with the same size.
+        self.seed_files: dict[str, str] = {}
         self._latest_rows: dict[str, tuple[Any, Any]] = {}  # name -> (fingerprint, payload) as stored
         self._store_ready = False
         self._store_unwritable = False
@@ -132,18 +137,14 @@ class StatisticsService(StatisticsStore):
         self._warn(message)
 
     # -- catalog ------------------------------------------------------------------------------
-    def describe(self, name: str, refresh: bool = False, inserted: bool = False) -> TableInfo:
-        """Columns and fingerprint of a table, once per run unless refreshed (after a build).
-        `inserted`: a table just filled by INSERT (a seed), whose size Spark has just dropped from
-        the catalog: measured before the DESCRIBE instead of after a first one."""
+    def describe(self, name: str, refresh: bool = False) -> TableInfo:
+        """Columns and fingerprint of a table, once per run unless refreshed (after a build)."""
         name = name.lower()
         with self._table_lock(name):
             with self._lock:
                 if name in self._infos and not refresh:
                     return self._infos[name]
             table = exp.to_table(name).sql(DIALECT)
-            if inserted:
-                self.execute(f"ANALYZE TABLE {table} COMPUTE STATISTICS NOSCAN")
             info = parse_describe(name, self.execute(f"DESCRIBE TABLE EXTENDED {table}"))
             if not info.is_view and info.size_bytes is None:
                 # No size in the catalog: never measured, or dropped by Spark when the table was
@@ -311,15 +312,62 @@ class StatisticsService(StatisticsStore):
             if c.lower() in words and base_type(t) in ATOMIC_TYPES and base_type(t) != "boolean"
         }
 
-    def record_rows(self, name: str, rows: Sequence[Sequence[Any]]) -> GatherResult:
-        """Statistics of a table from the rows just loaded into it (a seed), with no Spark pass;
-        a full pass instead when the rows do not line up with the catalog's columns."""
+    def hold_rows(self, name: str, rows: Sequence[Sequence[Any]], seed_file: str | None = None) -> None:
+        """The rows just loaded into a table (a seed; `seed_file`: the checksum dbt keeps of its
+        file), counted into its statistics (record_rows) when a model first needs them or when
+        they are saved (`flush`), whichever comes first: the DESCRIBE that gives them their
+        fingerprint is not paid on the seed's own build."""
+        name = name.lower()
+        with self._lock:
+            self._held[name] = ([tuple(row) for row in rows], seed_file)
+            self._infos.pop(name, None)  # the table was just created again
+
+    def _settle(self, name: str) -> None:
+        """Count a seed's held rows now (under the table's lock: one thread counts them)."""
+        with self._lock:
+            if name.lower() not in self._held:
+                return
+        with self._table_lock(name):
+            with self._lock:
+                held = self._held.pop(name.lower(), None)
+            if held is not None:
+                self.record_rows(name, *held)
+
+    def settle_held(self) -> None:
+        """Count every seed's held rows, their tables described together. A seed that cannot be
+        counted is a warning: the next model that reads it gathers its statistics."""
+        with self._lock:
+            names = sorted(self._held)
+        if names:
+            self.describe_many(names)
+            for name in names:
+                try:
+                    self._settle(name)
+                except Exception as error:
+                    self.warn_once(f"held:{name}", f"statistics of {name} not counted ({first_line(error)})")
+
+    @property
+    def pending(self) -> int:
+        """Statistics not saved yet: gathered (`defer_saves`), or seeds' rows held."""
+        with self._lock:
+            return len(self._pending) + len(self._held)
+
+    def flush(self) -> None:
+        """Save what is pending, seeds' held rows counted first."""
+        self.settle_held()
+        super().flush()
+
+    def record_rows(self, name: str, rows: Sequence[Sequence[Any]], seed_file: str | None = None) -> GatherResult:
+        """Statistics of a table from the rows just loaded into it (a seed, from the file whose
+        checksum is `seed_file`), with no Spark pass; a full pass instead when the rows do not
+        line up with the catalog's columns."""
         with self._table_lock(name):
             info = self.describe(name)
             if any(len(row) != len(info.columns) for row in rows):
                 return self.gather(name)
             started = time.perf_counter()
-            stats = statistics_from_rows(info.columns, rows, info.fingerprint, self.heavy_hitters, self.buckets)
+            fingerprint = f"{info.fingerprint}{SEED_FILE}{seed_file}" if seed_file else info.fingerprint
+            stats = statistics_from_rows(info.columns, rows, fingerprint, self.heavy_hitters, self.buckets)
             stats.size_bytes = Estimate.exact(info.size_bytes) if info.size_bytes is not None else Estimate.absent()
             seconds = time.perf_counter() - started
             self.save(name, stats, seconds)
@@ -411,6 +459,7 @@ class StatisticsService(StatisticsStore):
     def current(self, name: str) -> tuple[TableStats | None, str]:
         """Stored statistics if they match the table as it is now, with the reason otherwise."""
         name = name.lower()
+        self._settle(name)
         info = self.describe(name)
         if info.is_view:
             return None, "view: no statistics (its own tables have them)"
@@ -418,7 +467,7 @@ class StatisticsService(StatisticsStore):
         stats = self._stored(name)
         if stats is None:
             return None, "never gathered"
-        if stats.fingerprint != info.fingerprint:
+        if not describes(stats.fingerprint, info, self.seed_files.get(name)):
             return None, f"stale (table changed since {stats.collected_at})"
         return stats, "current"
 

@@ -22,6 +22,7 @@ from sqlglot import exp
 from dbt.adapters.hiveopt.feedback import NO_GAIN, PREFIX, VARIANTS, NoGain, Outcome, outcomes_of, store_name
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.statistics import TableStats
+from dbt.adapters.hiveopt.table_info import data_version
 
 DEFAULT_STATS_SCHEMA = "hiveopt"
 # Not `statistics`: stores of earlier versions, an unpartitioned table of that name, are left alone.
@@ -36,13 +37,16 @@ _NOT_FOUND = re.compile(r"TABLE_OR_VIEW_NOT_FOUND|SCHEMA_NOT_FOUND|Table or view
 
 
 def _without_time(payload: Any) -> Any:
-    """A stored payload with its time of collection left out (what is compared between saves)."""
+    """A stored payload with its time of collection left out, and its fingerprint as the data it
+    stands for (what is compared between saves: a seed loaded again has a new creation time)."""
     try:
         data = json.loads(str(payload))
     except ValueError:
         return payload
     if isinstance(data, dict):
         data.pop("collected_at", None)
+        if "fingerprint" in data:
+            data["fingerprint"] = data_version(data["fingerprint"])
     return data
 
 
@@ -301,7 +305,8 @@ class StatisticsStore:
         if stored is None:
             return False
         stored_fingerprint, stored_payload = stored
-        return str(stored_fingerprint) == fingerprint and _without_time(stored_payload) == _without_time(payload)
+        same = data_version(str(stored_fingerprint)) == data_version(fingerprint)
+        return same and _without_time(stored_payload) == _without_time(payload)
 
     def _write(self, rows: list[tuple[str, str, str, float, str]]) -> None:
         save_id = uuid.uuid4().hex

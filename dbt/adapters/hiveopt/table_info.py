@@ -38,6 +38,41 @@ class TableInfo:
         return f"{self.created}|{self.size_bytes}"
 
 
+# A seed's statistics are counted from the rows of its file: their fingerprint also names the
+# checksum dbt keeps of that file. Every `dbt build` loads a seed again (a new creation time, the
+# same rows): such statistics hold while the table has their size and dbt's graph names that file.
+SEED_FILE = "|seed file "
+
+
+def describes(stored: str | None, info: TableInfo, seed_file: str | None = None) -> bool:
+    """Whether statistics stored under fingerprint `stored` describe the table as the catalog says
+    it is now (`info`): the same fingerprint; or, for a seed's, the same size and the file that
+    dbt's graph names for the seed now (`seed_file`).
+
+    >>> info = TableInfo("a.n", {}, "MANAGED", created="Tue", size_bytes=10)
+    >>> describes("Tue|10", info), describes("Mon|10", info)
+    (True, False)
+    >>> [describes(f, info, "ab") for f in ("Mon|10|seed file ab", "Mon|10|seed file cd", "Mon|11|seed file ab")]
+    [True, False, False]
+    """
+    base, sep, file = str(stored or "").partition(SEED_FILE)
+    if base == info.fingerprint:
+        return True
+    size = base.rpartition("|")[2]
+    return bool(sep and file and file == seed_file and info.size_bytes is not None and size == str(info.size_bytes))
+
+
+def data_version(fingerprint: str | None) -> str:
+    """What in a fingerprint says which data statistics stand for: all of it; of a seed's, its size
+    and its file, not its creation time.
+
+    >>> data_version("Tue|10"), data_version("Tue|10|seed file ab")
+    ('Tue|10', '10|seed file ab')
+    """
+    base, sep, file = str(fingerprint or "").partition(SEED_FILE)
+    return f"{base.rpartition('|')[2]}{sep}{file}" if sep else base
+
+
 def parse_describe(name: str, rows: Sequence[tuple[Any, ...]]) -> TableInfo:
     """Read columns, kind, creation time and size from DESCRIBE TABLE EXTENDED rows."""
     columns: dict[str, str] = {}
