@@ -291,7 +291,10 @@ class StatisticsStore:
     def flush(self) -> None:
         """Store the statistics that `save` deferred, as one save; statistics the store already
         holds as they are (a seed loaded again with the same rows) are not written again: every
-        save is a partition the next load lists."""
+        save is a partition the next load lists (so the store is read first, if this run has
+        not: a project with seeds and no sources reads it nowhere else)."""
+        if self.pending:
+            self.load()
         with self._lock:
             rows, self._pending = self._pending, []
             rows = [row for row in rows if not self._unchanged(row)]
