@@ -10,6 +10,10 @@ apart on this machine (the floor under any per-model target).
 
     .venv/bin/python bench/project_build.py --scale 0.1 --rounds 3
     .venv/bin/python bench/project_build.py --scale 0.1 --rounds 3 --control
+    .venv/bin/python bench/project_build.py --scale 0.1 --rounds 4 --switched-off
+
+`--switched-off` adds a third side to the rounds: hiveopt with its optimizer switched off (what the
+adapter's glue costs; it showed the ~1 s that every warm build spent after its last model).
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ import harness  # noqa: E402
 VARIANTS = {"dbt-spark": "spark", "hiveopt": "session"}
 # --control: the second side is dbt-spark again (its own folder, the same target).
 CONTROL = {"dbt-spark": "spark", "dbt-spark_again": "spark"}
+# --switched-off: a third side, hiveopt with its optimizer switched off (the adapter's glue alone:
+# its materializations, seeds' statistics, saves, the run's closing line).
+SWITCHED_OFF = "hiveopt_switched_off"
 MARTS = [
     "revenue_by_nation",
     "brand_revenue",
@@ -153,6 +160,12 @@ def main() -> int:
         action="store_true",
         help="no hiveopt: dbt-spark against dbt-spark, the same rounds (how noisy two builds of the same SQL are)",
     )
+    parser.add_argument(
+        "--switched-off",
+        action="store_true",
+        help="a third side in the same rounds: hiveopt with its optimizer switched off (enabled: false), what the "
+        "adapter costs where it optimizes nothing",
+    )
     args = parser.parse_args()
     if args.control:
         return control(args)
@@ -180,7 +193,8 @@ def main() -> int:
         print(f"{args.warm_builds} untimed hiveopt builds (feedback {args.feedback})", flush=True)
 
     rows: dict[str, dict[str, list]] = {}
-    runs = rounds(spark, VARIANTS, common, args.rounds, rows)
+    variants = {**VARIANTS, SWITCHED_OFF: "session_off"} if args.switched_off else VARIANTS
+    runs = rounds(spark, variants, common, args.rounds, rows)
 
     last = runs["hiveopt"][-1]["records"]
     unchanged = sorted(
@@ -191,7 +205,7 @@ def main() -> int:
     def figures(run: dict) -> dict[str, float]:
         return {"wall": run["wall"], "models": model_seconds(run), "unchanged": model_seconds(run, set(unchanged))}
 
-    table = {v: [figures(run) for run in runs[v]] for v in VARIANTS}
+    table = {v: [figures(run) for run in runs[v]] for v in variants}
     later = median([run["wall"] for run in runs["hiveopt"]])
     print(
         f"first hiveopt build {first['wall']:.1f} s wall against {later:.1f} s for the later ones (median): "
@@ -200,13 +214,16 @@ def main() -> int:
     )
     print()
     print(f"{'':40} {'dbt-spark s':>12} {'hiveopt s':>10} {'paired ratio':>13}  (spark/hiveopt, >1: hiveopt faster)")
-    for key, title in (
-        ("wall", "dbt build, wall"),
-        ("models", "all models and seeds"),
-        ("unchanged", f"models no rule rewrites ({len(unchanged)})"),
-    ):
+    lines = [
+        ("hiveopt", "wall", "dbt build, wall"),
+        ("hiveopt", "models", "all models and seeds"),
+        ("hiveopt", "unchanged", f"models no rule rewrites ({len(unchanged)})"),
+    ]
+    if args.switched_off:
+        lines += [(SWITCHED_OFF, "wall", "switched off: wall"), (SWITCHED_OFF, "models", "switched off: models")]
+    for variant, key, title in lines:
         spark_s = [f[key] for f in table["dbt-spark"]]
-        ours = [f[key] for f in table["hiveopt"]]
+        ours = [f[key] for f in table[variant]]
         ratios = paired(spark_s, ours)
         print(
             f"{title:40} {median(spark_s):12.2f} {median(ours):10.2f} {median(ratios):13.3f}   "
