@@ -480,7 +480,7 @@ class HiveoptAdapter(SparkAdapter):
                 if loaded is not None:
                     # Counted, and described for their fingerprint (over a server with an
                     # ANALYZE ... NOSCAN too), when a model first reads them or behind the build.
-                    self.statistics.hold_rows(name, [tuple(row) for row in loaded.rows], seed_file(model))
+                    self.statistics.hold_rows(name, loaded.rows, seed_file(model))
                 else:
                     self.statistics.describe(name, refresh=True)
                     self.statistics.gather(name)

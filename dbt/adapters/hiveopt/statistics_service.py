@@ -45,7 +45,7 @@ from dbt.adapters.hiveopt.statistics_gathering import (
     statistics_from_rows,
 )
 from dbt.adapters.hiveopt.statistics_store import DEFAULT_STATS_SCHEMA, StatisticsStore, first_line
-from dbt.adapters.hiveopt.table_info import SEED_FILE, TableInfo, describes, parse_describe, parse_show_extended
+from dbt.adapters.hiveopt.table_info import TableInfo, describes, parse_describe, parse_show_extended, seed_fingerprint
 
 Execute = Callable[[str], list[tuple[Any, ...]]]
 # Names SHOW TABLE EXTENDED's pattern can match literally (its pattern is a regular expression).
@@ -317,10 +317,9 @@ class StatisticsService(StatisticsStore):
         file), counted into its statistics (record_rows) when a model first needs them or when
         they are saved (`flush`), whichever comes first: the DESCRIBE that gives them their
         fingerprint is not paid on the seed's own build."""
-        name = name.lower()
         with self._lock:
-            self._held[name] = ([tuple(row) for row in rows], seed_file)
-            self._infos.pop(name, None)  # the table was just created again
+            self._held[name.lower()] = ([tuple(row) for row in rows], seed_file)
+        self.forget(name)  # the table was just created again
 
     def _settle(self, name: str) -> None:
         """Count a seed's held rows now (under the table's lock: one thread counts them)."""
@@ -366,7 +365,7 @@ class StatisticsService(StatisticsStore):
             if any(len(row) != len(info.columns) for row in rows):
                 return self.gather(name)
             started = time.perf_counter()
-            fingerprint = f"{info.fingerprint}{SEED_FILE}{seed_file}" if seed_file else info.fingerprint
+            fingerprint = seed_fingerprint(info.fingerprint, seed_file)
             stats = statistics_from_rows(info.columns, rows, fingerprint, self.heavy_hitters, self.buckets)
             stats.size_bytes = Estimate.exact(info.size_bytes) if info.size_bytes is not None else Estimate.absent()
             seconds = time.perf_counter() - started

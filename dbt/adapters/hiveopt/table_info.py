@@ -55,11 +55,20 @@ def describes(stored: str | None, info: TableInfo, seed_file: str | None = None)
     >>> [describes(f, info, "ab") for f in ("Mon|10|seed file ab", "Mon|10|seed file cd", "Mon|11|seed file ab")]
     [True, False, False]
     """
-    base, sep, file = str(stored or "").partition(SEED_FILE)
-    if base == info.fingerprint:
+    if str(stored or "").partition(SEED_FILE)[0] == info.fingerprint:
         return True
-    size = base.rpartition("|")[2]
-    return bool(sep and file and file == seed_file and info.size_bytes is not None and size == str(info.size_bytes))
+    if not seed_file or info.size_bytes is None or SEED_FILE not in str(stored or ""):
+        return False
+    return data_version(stored) == data_version(seed_fingerprint(info.fingerprint, seed_file))
+
+
+def seed_fingerprint(fingerprint: str, seed_file: str | None) -> str:
+    """The fingerprint of statistics counted from a seed's file (`seed_file`: dbt's checksum of it).
+
+    >>> seed_fingerprint("Tue|10", "ab"), seed_fingerprint("Tue|10", None)
+    ('Tue|10|seed file ab', 'Tue|10')
+    """
+    return f"{fingerprint}{SEED_FILE}{seed_file}" if seed_file else fingerprint
 
 
 def data_version(fingerprint: str | None) -> str:
