@@ -62,6 +62,8 @@ SERVER_SLOTS = "the server's cluster (its executors' cores)"
 # limit 0` for the model's column types, and runs the test's own query itself, not through us:
 # there are no rows to gain on (the optimizer took 80-170 ms of a 0.3-0.5 s unit test).
 UNIT_TEST_COLUMN_TYPES = "a unit test's column-types table (no rows)"
+# `dbt run --empty`: every ref and source reads no rows, so no plan choice matters.
+EMPTY_BUILD = "an --empty build (it reads no rows)"
 
 
 SEED_ROWS_HELD = "counted from the rows dbt loaded when a model first reads them, or behind the build"
@@ -202,7 +204,9 @@ class HiveoptAdapter(SparkAdapter):
             return sql
         slots_from = self._task_slots_from((model_config or {}) if isinstance(model_config, dict) else {})
         try:
-            remembered, seen = self._no_gain_before(sql, config, materialization, model, graph)
+            # (an --empty build's SQL is not the model's: nothing to remember of it)
+            empty = _empty_build()
+            remembered, seen = (None, None) if empty else self._no_gain_before(sql, config, materialization, model, graph)
             if remembered is not None:
                 result, gathering = pass_through(sql, remembered), {}
             else:
@@ -339,6 +343,8 @@ class HiveoptAdapter(SparkAdapter):
             return optimize(sql, OptimizerContext(config=config, model=label)), {}
         if materialization == "unit":
             return pass_through(sql, UNIT_TEST_COLUMN_TYPES), {}
+        if _empty_build():
+            return pass_through(sql, EMPTY_BUILD), {}
         if reads_one_relation(sql):  # from its tokens: no parse either
             return pass_through(sql, NOTHING_TO_REWRITE), {}
         try:
@@ -461,7 +467,7 @@ class HiveoptAdapter(SparkAdapter):
             logger.debug(f"{label}: build outcome not recorded ({first_line(error)})")
         try:
             config = OptimizerConfig.from_dicts(self._optimizer_block(session=False), model_config or {})
-            if not config.enabled or not bool(self._stats_settings().get("auto_gather", True)):
+            if not config.enabled or not bool(self._stats_settings().get("auto_gather", True)) or _empty_build():
                 return
             started = self.records.started.pop(unique_id, None)
             build_seconds = time.perf_counter() - started if started else None
@@ -559,7 +565,8 @@ class HiveoptAdapter(SparkAdapter):
             graph = getattr(self.get_macro_resolver(), "flat_graph", None)
             if not graph or not OptimizerConfig.from_dicts(self._optimizer_block(session=False)).enabled:
                 return
-            selected = self._selection() if self._stats_settings().get("auto_gather", True) else None
+            gather = self._stats_settings().get("auto_gather", True) and not _empty_build()
+            selected = self._selection() if gather else None
         except Exception as error:  # the models read what they need themselves
             logger.debug(f"hiveopt: nothing read ahead ({first_line(error)})")
             return
@@ -589,3 +596,13 @@ class HiveoptAdapter(SparkAdapter):
         lines = self.inputs.analyze(relations)
         self.statistics.flush()  # a run-operation ends without cleanup_connections
         return lines
+
+
+def _empty_build() -> bool:
+    """Whether this invocation is `dbt run --empty` / `dbt build --empty`."""
+    try:
+        from dbt.flags import get_flags
+
+        return bool(getattr(get_flags(), "EMPTY", False))
+    except Exception:  # no flags (a library call): a normal build
+        return False
