@@ -204,9 +204,9 @@ class HiveoptAdapter(SparkAdapter):
             return sql
         slots_from = self._task_slots_from((model_config or {}) if isinstance(model_config, dict) else {})
         try:
-            # (an --empty build's SQL is not the model's: nothing to remember of it)
-            empty = _empty_build()
-            remembered, seen = (None, None) if empty else self._no_gain_before(sql, config, materialization, model, graph)
+            remembered, seen = None, None  # an --empty build's SQL is not the model's: nothing to remember
+            if not _empty_build():
+                remembered, seen = self._no_gain_before(sql, config, materialization, model, graph)
             if remembered is not None:
                 result, gathering = pass_through(sql, remembered), {}
             else:
