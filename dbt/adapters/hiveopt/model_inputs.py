@@ -194,7 +194,7 @@ class InputGatherer:
             return None
         if not gathered:
             return None
-        when = " at the invocation's start, while its first nodes built" if ahead else ""
+        when = " at the invocation's start, while its first nodes built," if ahead else ""
         return {
             "state": f"one pass{when} over the {len(gathered)} tables the selected models read that lacked "
             f"statistics: {', '.join(sorted(gathered))}",
