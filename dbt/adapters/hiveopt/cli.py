@@ -107,7 +107,7 @@ def summary(project_dir: str) -> int:
         print(f"no records in {folder}: run dbt with a hiveopt profile first", file=sys.stderr)
         return 1
     rows = []
-    total_gather = ahead = 0.0
+    total_gather = 0.0
     last, older = _last_invocation(project_dir), 0
     for name in sorted(n[:-5] for n in os.listdir(folder) if n.endswith(".json")):
         with open(os.path.join(folder, name + ".json")) as handle:
@@ -121,12 +121,6 @@ def summary(project_dir: str) -> int:
             float(g.get("seconds") or 0)
             for g in (record.get("statistics_gathering") or {}).values()
             if isinstance(g, dict)
-        )
-        # The first statistics pass, when it ran ahead of the models, is in no model's build time.
-        ahead += sum(
-            float(g.get("seconds") or 0)
-            for g in (record.get("statistics_gathering") or {}).values()
-            if isinstance(g, dict) and g.get("ran_ahead")
         )
         gather = f"{seconds:.2f}" if seconds else ""
         build = ratio = ""
@@ -152,7 +146,7 @@ def summary(project_dir: str) -> int:
         print(f"({older} records of earlier dbt invocations not shown)")
     built = _node_seconds(project_dir)
     if built:
-        rest = max(built - (total_gather - ahead), 1e-9)
+        rest = max(built - total_gather, 1e-9)
         print(
             f"statistics gathering: {total_gather:.1f} s against {rest:.1f} s of building the models and seeds "
             f"({100 * total_gather / rest:.0f}%)"

@@ -87,7 +87,7 @@ class HiveoptAdapter(SparkAdapter):
         self._saver: threading.Thread | None = None
         self._save_now = threading.Event()  # set at the end of the invocation: the saver waits no more
         # Set when dbt starts the first node that reaches the adapter (the run's hooks are done):
-        # the read-ahead describes the sources and runs the first statistics pass after it.
+        # the read-ahead describes the sources after it.
         self._first_node = threading.Event()
         self._server_slots = ServerTaskSlots()  # a server's, read from its cluster once
         self._slots_of_session: int | None = None  # the embedded session's cores, read once
@@ -551,11 +551,11 @@ class HiveoptAdapter(SparkAdapter):
 
     def set_relations_cache(self, relation_configs, clear: bool = False, required_schemas=None) -> None:
         """dbt fills its relation cache at the start of a run or build, before the first node:
-        hiveopt reads, on a thread of its own, the statistics store and the catalog entries of
-        the sources the project's models may need statistics of, and gathers the statistics the
-        selected models lack (InputGatherer.prefetch), while dbt runs its hooks and its first
-        nodes. `dbt compile`, `test`, `seed` and the rest read nothing; neither does a project
-        whose models no rule could touch."""
+        hiveopt reads, on a thread of its own, the statistics store and, once the first node
+        starts, the catalog entries of the sources the project's models may need statistics of
+        (InputGatherer.prefetch), while dbt runs its hooks and its first nodes. `dbt compile`,
+        `test`, `seed` and the rest read nothing; neither does a project whose models no rule
+        could touch."""
         super().set_relations_cache(relation_configs, clear=clear, required_schemas=required_schemas)
         try:
             from dbt.flags import get_flags
@@ -565,29 +565,16 @@ class HiveoptAdapter(SparkAdapter):
             graph = getattr(self.get_macro_resolver(), "flat_graph", None)
             if not graph or not OptimizerConfig.from_dicts(self._optimizer_block(session=False)).enabled:
                 return
-            gather = self._stats_settings().get("auto_gather", True) and not _empty_build()
-            selected = self._selection() if gather else None
         except Exception as error:  # the models read what they need themselves
             logger.debug(f"hiveopt: nothing read ahead ({first_line(error)})")
             return
-        self._read_ahead(
-            lambda: self.inputs.prefetch(graph, selected, self._nodes_started), "sources not described ahead"
-        )
+        self._read_ahead(lambda: self.inputs.prefetch(graph, self._nodes_started), "sources not described ahead")
 
     def _nodes_started(self) -> bool:
         """Wait until dbt starts the invocation's first node (its on-run-start hooks are done):
         False if the invocation ends first."""
         self._first_node.wait()
         return not self._save_now.is_set()
-
-    @staticmethod
-    def _selection() -> list[str] | None:
-        """The invocation's selected nodes, as the `selected_resources` context variable gives
-        them to the models (dbt sets them while it builds its queue, before the relation cache):
-        None where dbt has not set them."""
-        from dbt import selected_resources
-
-        return list(selected_resources.SELECTED_RESOURCES) or None
 
     @available
     def hiveopt_analyze(self, relations: list[str]) -> list[str]:

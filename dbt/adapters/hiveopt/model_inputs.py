@@ -112,9 +112,6 @@ class InputGatherer:
         self._unbuilt_views: list[str] = []
         self._first_lock = threading.Lock()
         self._first_done = False
-        # The pass's record entry when it ran ahead of the models (first_pass_ahead), for the
-        # first model that needs statistics: the model that waited for it.
-        self._first_entry: dict[str, Any] | None = None
 
     def read_project(self, graph: dict[str, Any] | None, selected: list[str] | None = None) -> None:
         """dbt's graph, once per invocation: the column names the project's models use of each
@@ -138,71 +135,49 @@ class InputGatherer:
             except Exception as error:  # each pass reads what its model names, as without it
                 self.debug(f"hiveopt: the project's column names not read ({first_line(error)})")
 
-    def prefetch(
-        self, graph: dict[str, Any], selected: list[str] | None = None, nodes_started: Callable[[], bool] = lambda: True
-    ) -> None:
+    def prefetch(self, graph: dict[str, Any], nodes_started: Callable[[], bool] = lambda: True) -> None:
         """At the start of a run or build: the statistics store, and once dbt starts its first
         node (`nodes_started` waits for it, False: the invocation ended first) what the catalog
         says of the sources the project's models may need statistics of (one SHOW TABLE
         EXTENDED per database), so that the first model that needs them does not wait for both
-        (0.2-0.3 s on TPC-H's second query, where its build takes 1-2 s); with the invocation's
-        selection (dbt's selected_resources), its first statistics pass too (first_pass_ahead).
-        Not before the first node: the project's on-run-start hooks may create or load the
-        sources. Nothing is read where no model may use statistics."""
-        self.read_project(graph, selected)
+        (0.2-0.3 s on TPC-H's second query, where its build takes 1-2 s). Not before the first
+        node: the project's on-run-start hooks may create or load the sources. Nothing is read
+        where no model may use statistics."""
+        self.read_project(graph)
         sources = sources_read(graph)
-        if sources:
-            self.statistics.load()
-        if not nodes_started():
+        if not sources:
             return
-        if sources:
+        self.statistics.load()
+        if nodes_started():
             self.statistics.describe_all(sources)
-        if selected is not None:
-            self.first_pass_ahead()
 
-    def first_pass_ahead(self) -> None:
-        """The invocation's first statistics pass, run while dbt builds its first nodes (seeds,
-        staging views) instead of on the path of the first mart that needs statistics: `make
-        demo`'s marts waited 5.4-9.0 s for it. Models that need statistics meanwhile wait for it,
-        as they wait for a model that runs it; the first of them records it."""
-        self._first_pass(None)
-
-    def _first_pass(self, gathering: dict[str, Any] | None) -> None:
+    def _first_pass(self, gathering: dict[str, Any]) -> None:
         """Once per invocation, before the first model's statistics: one pass (one Spark job) over
         every table the selected models may need statistics of that has none, or stale ones,
         instead of a job per table as each model first reads it (TPC-H SF 0.1, the example
         project's five sources: 2.7 s of passes one by one on a warm session). The model that
-        runs it, or the first to need statistics after it ran ahead (gathering None), records the
-        pass; models that need statistics meanwhile wait for it."""
+        runs it records the pass; models that need statistics meanwhile wait for it.
+        Not run ahead of the models, as dbt starts its first nodes: there it shares the cores
+        with the staging models' tests and took twice as long (`make demo`: 17.5 s against 8.2 s
+        on the first mart's path) for the same wall time (docs/benchmarks.md, 2026-11-27)."""
         with self._first_lock:
-            if not self._first_done:
-                self._first_done = True
-                self._first_entry = self._gather_first(ahead=gathering is None)
-            if gathering is None:
+            if self._first_done:
                 return
-            entry, self._first_entry = self._first_entry, None
-        if entry:
-            gathering[FIRST_PASS] = entry
-
-    def _gather_first(self, ahead: bool) -> dict[str, Any] | None:
-        if not self._first_tables:
-            return None
-        try:
-            gathered, seconds = self.statistics.gather_many(self._first_tables)
-        except Exception as error:  # each model gathers what it reads, one table at a time
-            self.debug(f"hiveopt: the invocation's first statistics pass failed ({first_line(error)})")
-            return None
-        if not gathered:
-            return None
-        when = " at the invocation's start, while its first nodes built," if ahead else ""
-        return {
-            "state": f"one pass{when} over the {len(gathered)} tables the selected models read that lacked "
-            f"statistics: {', '.join(sorted(gathered))}",
-            "seconds": round(seconds, 3),
-            "tables": sorted(gathered),
-            # on a thread of its own: not part of any model's build time
-            "ran_ahead": ahead,
-        }
+            self._first_done = True
+            if not self._first_tables:
+                return
+            try:
+                gathered, seconds = self.statistics.gather_many(self._first_tables)
+            except Exception as error:  # each model gathers what it reads, one table at a time
+                self.debug(f"hiveopt: the invocation's first statistics pass failed ({first_line(error)})")
+                return
+            if gathered:
+                gathering[FIRST_PASS] = {
+                    "state": f"one pass over the {len(gathered)} tables the selected models read that lacked "
+                    f"statistics: {', '.join(sorted(gathered))}",
+                    "seconds": round(seconds, 3),
+                    "tables": sorted(gathered),
+                }
 
     def forget(self, name: str) -> None:
         """The invocation is about to build `name`: what the catalog said of it no longer holds."""
