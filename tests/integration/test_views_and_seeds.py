@@ -248,8 +248,8 @@ def test_a_single_table_view_costs_nothing(spark, views_project):
 
 def test_an_empty_build_gathers_nothing(spark, views_project):
     """`dbt run --empty` (dbt reads every ref and source as `... where false limit 0`: a schema
-    check, often in CI) reads no rows: hiveopt gathers no statistics for it, ahead of the models
-    or on their path, and runs each model as dbt compiled it."""
+    check, often in CI) reads no rows: hiveopt gathers no statistics for it, on the models' path
+    or after their builds, and runs each model as dbt compiled it."""
     root = views_project
     assert dbt(root, "seed").success
     events = Statements()
