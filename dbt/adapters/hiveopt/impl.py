@@ -204,9 +204,7 @@ class HiveoptAdapter(SparkAdapter):
             return sql
         slots_from = self._task_slots_from((model_config or {}) if isinstance(model_config, dict) else {})
         try:
-            remembered, seen = None, None  # an --empty build's SQL is not the model's: nothing to remember
-            if not _empty_build():
-                remembered, seen = self._no_gain_before(sql, config, materialization, model, graph)
+            remembered, seen = self._no_gain_before(sql, config, materialization, model, graph)
             if remembered is not None:
                 result, gathering = pass_through(sql, remembered), {}
             else:
@@ -244,6 +242,8 @@ class HiveoptAdapter(SparkAdapter):
         memory for this model). With `feedback: explore` only, as the memory of outcomes."""
         table, unique_id = own_table(model), (model or {}).get("unique_id")
         if config.feedback != "explore" or materialization not in ("table", "incremental"):
+            return None, None
+        if _empty_build():  # its SQL is not the model's: nothing to remember of it
             return None, None
         if not table or not unique_id or not graph or reads_one_relation(sql):
             return None, None
