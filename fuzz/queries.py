@@ -10,7 +10,8 @@ It covers the shapes the optimizer's rules target and their near misses:
   same table or CTE on k, inner, LEFT or RIGHT), over tables and over CTEs that aggregate a join
   by its key (what merge_correlated_aggregates fires on);
 - `correlated`: correlated scalar subqueries comparing a row to an aggregate of its own input
-  (TPC-H Q17 / Q2, TPC-DS q1 shapes), in WHERE and elsewhere;
+  (TPC-H Q17 / Q2, TPC-DS q1 shapes), in WHERE and elsewhere; IN subqueries keeping the keys of an
+  aggregate of a relation by HAVING, joined back on the key (TPC-H Q18), and their near misses;
 - `siblings`: aggregates of one input with different filters, cross joined (TPC-DS q28) or joined
   on a key, COUNT(DISTINCT) included; `scalar_siblings`: uncorrelated scalar subqueries over one
   table in a SELECT list or WHERE (q9);
@@ -825,7 +826,7 @@ class QueryGenerator:
         return (f"WITH {cte} " if cte else "") + sql
 
     def shape_correlated(self) -> str:
-        variant = self.pick(["q1", "q17", "q2", "self", "exists"], [6, 3, 2, 2, 1])
+        variant = self.pick(["q1", "q17", "q2", "self", "exists", "in_having"], [6, 3, 2, 2, 1, 3])
         fn = self.pick(["AVG", "MIN", "MAX", "SUM", "COUNT"], [5, 3, 3, 2, 1])
         op = self.pick(["<", ">", "=", ">=", "<="])
         factor = self.pick(["", "0.2 * ", "1.2 * ", "2 * "])
@@ -951,7 +952,66 @@ class QueryGenerator:
                 f"xo.{c.name} AS {self.out_name(c.name)}" for c in self.rng.sample(t.columns, self.rng.randint(1, 3))
             ]
             return f"SELECT {', '.join(items)} FROM {t.source} xo WHERE {cond}"
+        if variant == "in_having":
+            return self.in_having()
         raise Rejected("unknown variant")
+
+    def in_having(self) -> str:
+        """TPC-H Q18: an IN subquery keeping the keys of an aggregate of a relation by HAVING, the
+        relation joined back on its key (directly, or through a relation equated to it); and its
+        near misses (NOT IN, under OR, the aggregate filtered, DISTINCT, the input filtered)."""
+        table = self.pick(["fact", "fact2", "lines", "part_f", "orders"])
+        t = self.table(table, alias="xo")
+        key = self.pick(t.keys())
+        numeric = [c for c in t.columns if c.type in NUMERIC and c.name != key.name]
+        inner = Rel("xi", t.source, t.columns, 1)
+        having = []
+        for _ in range(self.pick([1, 1, 2])):
+            fn = self.pick(["COUNT", "SUM", "MIN", "MAX", "AVG"], [3, 3, 2, 2, 2])
+            if fn == "COUNT" or not numeric:
+                arg = "*" if self.chance(0.7) else f"xi.{self.pick(t.columns).name}"
+                if self.chance(0.05):
+                    arg = f"DISTINCT xi.{self.pick(t.columns).name}"
+                having.append(f"COUNT({arg}) {self.pick(['>', '>=', '='])} {self.rng.randint(0, 4)}")
+            else:
+                m = self.pick(numeric)
+                bound = lit(self.value(m), m.type)
+                having.append(f"{fn}(xi.{m.name}) {self.pick(['>', '<', '>=', '<='])} {bound}")
+        if self.chance(0.1):
+            having.append(self.predicate(inner, next(c for c in t.columns if c.name == key.name)))
+        sub = f"SELECT xi.{key.name} FROM {t.source} xi"
+        if self.chance(0.1):
+            sub += " WHERE " + self.predicate(inner)
+        sub += f" GROUP BY xi.{key.name} HAVING {' AND '.join(having)}"
+        dims = [d for d in DIMENSIONS if any(c.domain == key.domain for c in TABLES[d])] if key.domain else []
+        where, from_sql, left = [], f"{t.source} xo", f"xo.{key.name}"
+        dim = None
+        if dims and self.chance(0.6):
+            dim = self.table(self.pick(dims), alias="d")
+            dkey = next(c for c in dim.columns if c.domain == key.domain)
+            if self.chance(0.5):
+                from_sql += f", {dim.source} d"
+                where.append(f"d.{dkey.name} = xo.{key.name}")
+            else:
+                from_sql += f" JOIN {dim.source} d ON d.{dkey.name} = xo.{key.name}"
+            left = self.pick([f"d.{dkey.name}", f"xo.{key.name}"], [3, 1])
+        cond = f"{left} {'NOT ' if self.chance(0.1) else ''}IN ({sub})"
+        if self.chance(0.1):
+            cond = f"({cond} OR {self.predicate(Rel('xo', t.source, t.columns, 1))})"
+        where.append(cond)
+        if self.chance(0.2):
+            where.append(self.predicate(Rel("xo", t.source, t.columns, 1)))
+        if self.chance(0.5):
+            measure = self.pick(numeric) if numeric else key
+            group = f"xo.{key.name}" if dim is None or self.chance(0.5) else f"d.{self.pick(dim.columns).name}"
+            items = [f"{group} AS {self.out_name('g')}", f"COUNT(*) AS {self.out_name('n')}"]
+            total = f"SUM(xo.{measure.name})" if numeric else f"MAX({group})"
+            items.append(f"{total} AS {self.out_name('total')}")
+            return f"SELECT {', '.join(items)} FROM {from_sql} WHERE {' AND '.join(where)} GROUP BY {group}"
+        items = [f"xo.{c.name} AS {self.out_name(c.name)}" for c in self.rng.sample(t.columns, self.rng.randint(1, 3))]
+        if dim is not None and self.chance(0.5):
+            items.append(f"d.{self.pick(dim.columns).name} AS {self.out_name('d')}")
+        return f"SELECT {', '.join(items)} FROM {from_sql} WHERE {' AND '.join(where)}"
 
     def sibling_input(self) -> tuple[str, Rel, list[Rel]]:
         """(FROM text of the siblings' common input, a relation to draw filters from, all relations)."""
@@ -1019,7 +1079,10 @@ class QueryGenerator:
                 if miss == "having" and b == missing:
                     sql += " HAVING COUNT(*) > 1"
             if miss == "limit" and b == missing:
-                sql += " LIMIT 100"
+                # Ordered by the group keys (one row per group: a total order), or LIMIT would pick
+                # groups by the plan (seed 11 case 882: a BROADCAST hint changed which 100 it kept).
+                order = " ORDER BY " + ", ".join(f"t.{k.name}" for k in keys) if keys else ""
+                sql += f"{order} LIMIT 100"
             blocks.append((alias, sql))
             outputs += [(alias, nm) for nm in names]
         items = []

@@ -2,8 +2,10 @@
 Correlation Optimizer, input correlation; YSmart).
 
 What it does, when it fires and what was measured: docs/rules/merge_correlated_aggregates.md.
-The two forms: optimizer/correlated_derived_table.py (an aggregate derived table joined back) and
-optimizer/correlated_scalar_subquery.py (a correlated scalar subquery); their shared checks are in
+The three forms: optimizer/correlated_derived_table.py (an aggregate derived table joined back),
+optimizer/correlated_scalar_subquery.py (a correlated scalar subquery) and
+optimizer/correlated_in_subquery.py (an IN subquery keeping an aggregate's keys by HAVING, joined
+back on its key: TPC-H Q18); their shared checks are in
 optimizer/correlated_checks.py and the tree edits in optimizer/correlated_windows.py.
 
 >>> from dbt.adapters.hiveopt.optimizer import OptimizerContext, optimize, StatsCatalog
@@ -39,6 +41,7 @@ from sqlglot.optimizer.scope import Scope
 
 from dbt.adapters.hiveopt.optimizer.correlated_checks import Plan
 from dbt.adapters.hiveopt.optimizer.correlated_derived_table import derived_table_window
+from dbt.adapters.hiveopt.optimizer.correlated_in_subquery import in_subquery_window
 from dbt.adapters.hiveopt.optimizer.correlated_scalar_subquery import scalar_subquery_window
 from dbt.adapters.hiveopt.optimizer.cost_model import CostModel
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, Skip
@@ -47,14 +50,21 @@ from dbt.adapters.hiveopt.optimizer.syntax import normalized
 
 # Rewrites per query; each one restarts the scan of the (changed) query.
 MAX_REWRITES = 16
+# Per kind of candidate: what analyses it, and its label in the decision record.
+ANALYSES = {
+    "scalar": (scalar_subquery_window, "correlated scalar subquery"),
+    "in": (in_subquery_window, "IN subquery"),
+    "derived": (derived_table_window, "derived table {candidate}"),
+}
 
 
 def merge_correlated_aggregates(
     expression: exp.Expression, schema, estimator: Estimator, cost_model: CostModel, log: DecisionLog
 ) -> exp.Expression:
-    """Rewrite each aggregate joined back to its own input (a derived table, or a correlated
-    scalar subquery) as a window over one read, where the cost model says a second read costs
-    more than the window's shuffle. Details: docs/rules/merge_correlated_aggregates.md.
+    """Rewrite each aggregate joined back to its own input (a derived table, a correlated scalar
+    subquery, or an IN subquery keeping its keys) as a window over one read, where the cost model
+    says a second read costs more than the window's shuffle (shape C: where Spark shuffles the
+    input on the key anyway). Details: docs/rules/merge_correlated_aggregates.md.
 
     >>> from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
     >>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
@@ -91,23 +101,35 @@ def _next_rewrite(
         if not isinstance(select, exp.Select):
             continue
         candidates = [("scalar", sub) for sub in scope.subquery_scopes if sub.is_correlated_subquery]
+        candidates += [("in", sub) for sub in scope.subquery_scopes if _uncorrelated_in(sub)]
         candidates += [
             ("derived", alias)
             for alias, (node, source) in scope.selected_sources.items()
             if isinstance(source, Scope) and source.is_derived_table
         ]
         for kind, candidate in candidates:
-            node = candidate.expression if kind == "scalar" else scope.selected_sources[candidate][0]
+            node = candidate.expression if kind != "derived" else scope.selected_sources[candidate][0]
             key = f"{kind}:{normalized(node)}"
             if key in decided:
                 continue
             decided.add(key)
-            analyse = scalar_subquery_window if kind == "scalar" else derived_table_window
+            analyse, label = ANALYSES[kind]
             outcome = analyse(expression, scope, candidate, scopes, estimator, schema, cost_model)
-            label = "correlated scalar subquery" if kind == "scalar" else f"derived table {candidate}"
+            label = label.format(candidate=candidate)
             if isinstance(outcome, Skip):
                 outcome.record_in(log, candidate=label)
                 continue
             log.fired(outcome.reason, candidate=label, **outcome.details)
             return outcome.plan
     return None
+
+
+def _uncorrelated_in(sub: Scope) -> bool:
+    """An uncorrelated subquery that is the right side of an IN (shape C)."""
+    wrapper = sub.expression.parent
+    return (
+        not sub.is_correlated_subquery
+        and isinstance(wrapper, exp.Subquery)
+        and isinstance(wrapper.parent, exp.In)
+        and wrapper.parent.args.get("query") is wrapper
+    )
