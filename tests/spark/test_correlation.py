@@ -121,6 +121,21 @@ def test_the_data_exercises_the_firing_cases(corr_tables):
     assert spark.sql(only_b).collect()[0].n > 0
 
 
+def test_an_in_subquerys_null_key_group_stays_out(corr_tables):
+    """Shape C: the NULL key's group passes HAVING in the data, so a window alone would keep its
+    rows; the IN of a NULL is never true, and the rewrite's `NOT k IS NULL` keeps them out too."""
+    spark = corr_tables
+    (case,) = [c for c in FIRING if c.title.startswith("IN over an aggregate of the relation itself")]
+    passes = "SELECT COUNT(*) > 2 AND MAX(amount) > 5 AS passes FROM corr.lines WHERE order_id IS NULL"
+    assert spark.sql(passes).collect()[0].passes
+    result = optimize(case.sql, context_for(case, only_rule=case.rule))
+    unguarded = result.sql.replace("NOT l.order_id IS NULL AND ", "")
+    assert unguarded != result.sql
+    expected = Counter(rows_of(spark, case.sql))
+    assert Counter(rows_of(spark, unguarded)) != expected
+    assert Counter(rows_of(spark, result.sql)) == expected
+
+
 def test_null_keys_of_a_correlated_scalar_subquery(corr_tables):
     """A row whose correlation key is NULL gets NULL from the subquery (no row matches), not the
     aggregate of the other NULL-key rows: the window's CASE keeps that."""
