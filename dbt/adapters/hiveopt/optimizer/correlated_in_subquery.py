@@ -45,6 +45,7 @@ from dbt.adapters.hiveopt.optimizer.decisions import Skip
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.human import human_bytes
 from dbt.adapters.hiveopt.optimizer.syntax import (
+    aggregate_shape_problem,
     block_conjuncts,
     columns_of,
     conjuncts,
@@ -136,24 +137,15 @@ def _kept_keys(outer: Scope, sub: Scope) -> _KeptKeys | Skip:
     returned = inner.selects[0].unalias()
     if (returned.table, returned.name.lower()) != (key.table, key.name.lower()):
         return Skip("the IN subquery returns something else than its grouping column")
-    for arg, clause in (
-        ("where", "WHERE"),
-        ("joins", "a join"),
-        ("limit", "LIMIT"),
-        ("offset", "OFFSET"),
-        ("distinct", "SELECT DISTINCT"),
-        ("order", "ORDER BY"),
-        ("qualify", "QUALIFY"),
-    ):
+    for arg, clause in (("where", "WHERE"), ("joins", "a join")):
         if inner.args.get(arg):
             return Skip(f"{clause} inside the IN subquery: the window would see other rows than the aggregate")
     items = from_items(inner)
     if len(items) != 1 or not isinstance(items[0], exp.Table):
         return Skip("the IN subquery does not aggregate one table or CTE")
-    if inner.find(exp.Window) or any(s is not inner for s in inner.find_all(exp.Select)):
-        return Skip("a window function or a nested subquery inside the IN subquery")
-    if not deterministic(inner):
-        return Skip("a non-deterministic expression inside the IN subquery: evaluating it once changes results")
+    problem = aggregate_shape_problem(inner, "the IN subquery", having=True)
+    if problem:
+        return Skip(problem)
     aggregates = list(having.find_all(exp.AggFunc))
     if not aggregates:
         return Skip("the HAVING condition has no aggregate")
@@ -177,7 +169,7 @@ def _kept_keys(outer: Scope, sub: Scope) -> _KeptKeys | Skip:
 def _decide(expression, shape: _KeptKeys, select, outer: Scope, alias, kind, scopes, estimator, cost_model):
     """Fire where Spark shuffles o's rows on the key anyway; figures for the record."""
     threshold = cost_model.broadcast_threshold_bytes
-    node, source = outer.selected_sources[alias]
+    node, _ = outer.selected_sources[alias]
     if not isinstance(node, exp.Table) or estimator.source(outer, alias).rows.is_absent:
         return Skip(f"statistics absent for {shape.ident[1]}: Spark's semi join stays")
     sizes = estimator.spark_sizes

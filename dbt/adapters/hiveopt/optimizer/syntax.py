@@ -175,9 +175,10 @@ def block_conjuncts(select: exp.Select, inner_only: bool = False) -> list[exp.Ex
     return out
 
 
-def aggregate_shape_problem(select: exp.Select, where: str) -> str | None:
+def aggregate_shape_problem(select: exp.Select, where: str, having: bool = False) -> str | None:
     """Why an aggregate block cannot be merged into another read ("... inside {where}"), else None:
     clauses that filter or cut its groups, windows, nested subqueries, non-deterministic calls.
+    `having`: HAVING is allowed (an IN subquery whose HAVING becomes the window's condition).
 
     >>> import sqlglot
     >>> having = sqlglot.parse_one("SELECT k, SUM(v) FROM t GROUP BY k HAVING SUM(v) > 1")
@@ -185,14 +186,14 @@ def aggregate_shape_problem(select: exp.Select, where: str) -> str | None:
     'HAVING inside the aggregate'
     """
     for arg, clause in (
-        ("having", "HAVING"),
+        ("having", "HAVING" if not having else None),
         ("limit", "LIMIT"),
         ("offset", "OFFSET"),
         ("distinct", "SELECT DISTINCT"),
         ("order", "ORDER BY"),
         ("qualify", "QUALIFY"),
     ):
-        if select.args.get(arg):
+        if clause and select.args.get(arg):
             return f"{clause} inside {where}"
     if select.find(exp.Window):
         return f"a window function inside {where}"
