@@ -1,5 +1,5 @@
 """Correlation benchmark: the Hive Correlation Optimizer's two examples over 10M-row tables, TPC-H
-Q17, Q2, Q20, Q18, an aggregate over an expensive input (TPC-DS q1's shape, and Hive's example 1 over
+Q17, Q2, Q20, Q18, Q21, an aggregate over an expensive input (TPC-DS q1's shape, and Hive's example 1 over
 it), and sibling aggregations (TPC-DS q28's shape, with and without its DISTINCT counts, q9's scalar
 subqueries, and two per-key aggregates joined on the key),
 and a CTE read twice (TPC-DS q95's shape), run by plain dbt-spark, by hiveopt with the
@@ -36,6 +36,7 @@ QUERIES = {
     "q02": ("TPC-H Q2", "keep"),
     "corr_q20": ("TPC-H Q20", "keep"),
     "q18": ("TPC-H Q18, IN over an aggregate", "fire"),
+    "q21": ("TPC-H Q21, EXISTS and NOT EXISTS per key", "fire"),
     "corr_expensive_q1": ("expensive input, TPC-DS q1 shape", "fire"),
     "corr_expensive_hive1": ("expensive input, Hive example 1", "fire"),
     "corr_expensive_fanout": ("expensive input, fan-out join", "fire"),

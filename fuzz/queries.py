@@ -826,7 +826,7 @@ class QueryGenerator:
         return (f"WITH {cte} " if cte else "") + sql
 
     def shape_correlated(self) -> str:
-        variant = self.pick(["q1", "q17", "q2", "self", "exists", "in_having"], [6, 3, 2, 2, 1, 3])
+        variant = self.pick(["q1", "q17", "q2", "self", "exists", "in_having", "exists_window"], [6, 3, 2, 2, 1, 3, 3])
         fn = self.pick(["AVG", "MIN", "MAX", "SUM", "COUNT"], [5, 3, 3, 2, 1])
         op = self.pick(["<", ">", "=", ">=", "<="])
         factor = self.pick(["", "0.2 * ", "1.2 * ", "2 * "])
@@ -954,7 +954,73 @@ class QueryGenerator:
             return f"SELECT {', '.join(items)} FROM {t.source} xo WHERE {cond}"
         if variant == "in_having":
             return self.in_having()
+        if variant == "exists_window":
+            return self.exists_window()
         raise Rejected("unknown variant")
+
+    def key_partner(self, t: Rel, key: Col, share: float, left_share: float, weights: list[int]):
+        """(dimension or None, FROM text, WHERE conjuncts, the key's column to correlate on): t as
+        `xo`, joined (with chance `share`) to a dimension `d` on its key by a comma join, JOIN ... ON
+        or (with chance `left_share`, a near miss) LEFT JOIN; the key then d's or xo's by `weights`."""
+        dims = [d for d in DIMENSIONS if any(c.domain == key.domain for c in TABLES[d])] if key.domain else []
+        where, from_sql, ref = [], f"{t.source} xo", f"xo.{key.name}"
+        if not (dims and self.chance(share)):
+            return None, from_sql, where, ref
+        dim = self.table(self.pick(dims), alias="d")
+        dkey = next(c for c in dim.columns if c.domain == key.domain)
+        if left_share and self.chance(left_share):
+            from_sql += f" LEFT JOIN {dim.source} d ON d.{dkey.name} = xo.{key.name}"
+        elif self.chance(0.5):
+            from_sql += f", {dim.source} d"
+            where.append(f"d.{dkey.name} = xo.{key.name}")
+        else:
+            from_sql += f" JOIN {dim.source} d ON d.{dkey.name} = xo.{key.name}"
+        return dim, from_sql, where, self.pick([f"d.{dkey.name}", f"xo.{key.name}"], weights)
+
+    def exists_window(self) -> str:
+        """TPC-H Q21: EXISTS and NOT EXISTS over the relation the outer block reads, on its key
+        (directly, or through a relation equated to it), with a <> on another column and filters
+        of their own; and near misses (a range, <> across columns and types, under OR, a LEFT JOIN,
+        a second key)."""
+        table = self.pick(["fact", "fact2", "lines", "part_f", "orders"])
+        t = self.table(table, alias="xo")
+        key = self.pick(t.keys())
+        others = [c for c in t.columns if c.name != key.name]
+        dim, from_sql, where, outer_key = self.key_partner(t, key, 0.4, left_share=0.1, weights=[2, 1])
+        for i in range(self.pick([1, 1, 2, 2, 3])):
+            a = f"x{i}"
+            inner = Rel(a, t.source, t.columns, 1)
+            parts = [f"{a}.{key.name} = {outer_key}"]
+            column = self.pick(others)
+            if self.chance(0.7):
+                # another column of a comparable type sometimes (across types: a near miss)
+                comparable = [c for c in others if c.type == column.type or {c.type, column.type} <= set(NUMERIC)]
+                other = column if self.chance(0.85) else self.pick(comparable)
+                parts.append(f"{a}.{column.name} <> xo.{other.name}")
+            for _ in range(self.pick([0, 1, 1, 2])):
+                parts.append(self.predicate(inner))
+            if self.chance(0.05):
+                parts.append(f"{a}.{column.name} > xo.{column.name}")
+            if self.chance(0.05):
+                second = self.pick(others)
+                parts.append(f"{a}.{second.name} = xo.{second.name}")
+            self.rng.shuffle(parts)
+            negated = "NOT " if self.chance(0.45) else ""
+            selected = self.pick(["*", "1", f"{a}.{column.name}"])
+            where.append(f"{negated}EXISTS (SELECT {selected} FROM {t.source} {a} WHERE {' AND '.join(parts)})")
+        if self.chance(0.4):
+            where.append(self.predicate(Rel("xo", t.source, t.columns, 1)))
+        if self.chance(0.08):
+            where[-1] = f"({where[-1]} OR {self.predicate(Rel('xo', t.source, t.columns, 1))})"
+        self.rng.shuffle(where)
+        if self.chance(0.5):
+            group = self.pick([c for c in t.columns])
+            items = [f"xo.{group.name} AS {self.out_name('g')}", f"COUNT(*) AS {self.out_name('n')}"]
+            return f"SELECT {', '.join(items)} FROM {from_sql} WHERE {' AND '.join(where)} GROUP BY xo.{group.name}"
+        items = [f"xo.{c.name} AS {self.out_name(c.name)}" for c in self.rng.sample(t.columns, self.rng.randint(1, 3))]
+        if dim is not None and self.chance(0.5):
+            items.append(f"d.{self.pick(dim.columns).name} AS {self.out_name('d')}")
+        return f"SELECT {', '.join(items)} FROM {from_sql} WHERE {' AND '.join(where)}"
 
     def in_having(self) -> str:
         """TPC-H Q18: an IN subquery keeping the keys of an aggregate of a relation by HAVING, the
@@ -983,18 +1049,7 @@ class QueryGenerator:
         if self.chance(0.1):
             sub += " WHERE " + self.predicate(inner)
         sub += f" GROUP BY xi.{key.name} HAVING {' AND '.join(having)}"
-        dims = [d for d in DIMENSIONS if any(c.domain == key.domain for c in TABLES[d])] if key.domain else []
-        where, from_sql, left = [], f"{t.source} xo", f"xo.{key.name}"
-        dim = None
-        if dims and self.chance(0.6):
-            dim = self.table(self.pick(dims), alias="d")
-            dkey = next(c for c in dim.columns if c.domain == key.domain)
-            if self.chance(0.5):
-                from_sql += f", {dim.source} d"
-                where.append(f"d.{dkey.name} = xo.{key.name}")
-            else:
-                from_sql += f" JOIN {dim.source} d ON d.{dkey.name} = xo.{key.name}"
-            left = self.pick([f"d.{dkey.name}", f"xo.{key.name}"], [3, 1])
+        dim, from_sql, where, left = self.key_partner(t, key, 0.6, left_share=0.0, weights=[3, 1])
         cond = f"{left} {'NOT ' if self.chance(0.1) else ''}IN ({sub})"
         if self.chance(0.1):
             cond = f"({cond} OR {self.predicate(Rel('xo', t.source, t.columns, 1))})"

@@ -70,7 +70,14 @@ def _ledger():
         )
         for _ in range(400)
     ]
-    return rows + rows[:30]
+    rows += rows[:30]
+    # Items the random rows do not have, for the EXISTS windows (TPC-H Q21's shape): an item with
+    # another units among its rows of qty > 6 or not, a NULL units among them, only one units
+    # value, NULL items (NOT EXISTS is true for them, EXISTS false).
+    c = cents[0]
+    rows += [(7, 8, c, 1), (7, 8, c, 1), (7, 3, c, 2), (8, 9, c, 4), (8, 2, c, 4)]
+    rows += [(9, 9, c, 5), (9, 9, None, None), (9, 2, c, 6), (6, 9, c, None), (6, 9, c, 3)]
+    return rows + [(None, 9, c, 1), (None, 1, c, 2), (None, 8, c, 3)]
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +139,23 @@ def test_an_in_subquerys_null_key_group_stays_out(corr_tables):
     unguarded = result.sql.replace("NOT l.order_id IS NULL AND ", "")
     assert unguarded != result.sql
     expected = Counter(rows_of(spark, case.sql))
+    assert Counter(rows_of(spark, unguarded)) != expected
+    assert Counter(rows_of(spark, result.sql)) == expected
+
+
+def test_a_not_exists_keeps_the_rows_of_null_keys(corr_tables):
+    """Shape D: NOT EXISTS is true for a NULL key (no row matches it); the NULL keys' window
+    partition has other units among its rows of qty > 6, so the window alone would drop those
+    rows; the rewrite's `l1.item IS NULL OR` keeps them."""
+    spark = corr_tables
+    (case,) = [c for c in FIRING if c.title.startswith("NOT EXISTS over the relation itself per key")]
+    differ = "SELECT COUNT(DISTINCT units) > 1 AS differ FROM corr.ledger WHERE item IS NULL AND qty > 6"
+    assert spark.sql(differ).collect()[0].differ
+    result = optimize(case.sql, context_for(case, only_rule=case.rule))
+    unguarded = result.sql.replace("l1.item IS NULL OR ", "")
+    assert unguarded != result.sql
+    expected = Counter(rows_of(spark, case.sql))
+    assert any(row[0] is None for row in expected)
     assert Counter(rows_of(spark, unguarded)) != expected
     assert Counter(rows_of(spark, result.sql)) == expected
 

@@ -25,7 +25,10 @@ from dbt.adapters.hiveopt.optimizer.human import human_bytes
 from dbt.adapters.hiveopt.optimizer.syntax import (
     WINDOWABLE_AGGREGATES,
     aggregate_shape_problem,
+    from_items,
     local_to,
+    nested_join,
+    non_inner_join,
     normalized,
     renamed,
 )
@@ -48,6 +51,24 @@ def block_shape_problem(select: exp.Select) -> str | None:
     if problem and problem.startswith("a non-deterministic"):
         return problem + ": evaluating it once instead of twice changes results"
     return problem
+
+
+def outer_block_problem(select: exp.Select, star: bool = True) -> str | None:
+    """Why the outer block cannot take a window into its FROM items, else None: a join that is not
+    inner, a nested join, or (with `star`) `SELECT *`, whose output a window column would join.
+
+    >>> from sqlglot import parse_one
+    >>> outer_block_problem(parse_one("SELECT a.x FROM a LEFT JOIN b ON a.k = b.k"))
+    "the outer block has a LEFT JOIN: which rows survive is not the inner join's"
+    """
+    join = non_inner_join(select)
+    if join:
+        return f"the outer block has a {join}: which rows survive is not the inner join's"
+    if any(nested_join(i) is not None for i in from_items(select)):
+        return "the outer block has a nested join: not matched"
+    if star and any(s.find_ancestor(exp.AggFunc) is None for p in select.selects for s in p.find_all(exp.Star)):
+        return "the outer block selects *: a window column would join its output"
+    return None
 
 
 def aggregate_problem(aggregates: list[exp.AggFunc], allow_count: bool) -> str | None:

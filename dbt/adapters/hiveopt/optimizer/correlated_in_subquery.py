@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope
 
-from dbt.adapters.hiveopt.optimizer.correlated_checks import Rewrite, aggregate_problem
+from dbt.adapters.hiveopt.optimizer.correlated_checks import Rewrite, aggregate_problem, outer_block_problem
 from dbt.adapters.hiveopt.optimizer.correlated_windows import correlated_to, from_item, over, window_block
 from dbt.adapters.hiveopt.optimizer.decisions import Skip
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
@@ -54,8 +54,6 @@ from dbt.adapters.hiveopt.optimizer.syntax import (
     from_items,
     identity,
     local_to,
-    nested_join,
-    non_inner_join,
     normalized,
     renamed,
 )
@@ -81,13 +79,9 @@ def in_subquery_window(expression, outer: Scope, sub: Scope, scopes, estimator: 
     if isinstance(shape, Skip):
         return shape
     select: exp.Select = outer.expression
-    join = non_inner_join(select)
-    if join:
-        return Skip(f"the outer block has a {join}: which rows survive is not the inner join's")
-    if any(nested_join(i) is not None for i in from_items(select)):
-        return Skip("the outer block has a nested join: not matched")
-    if any(s.find_ancestor(exp.AggFunc) is None for p in select.selects for s in p.find_all(exp.Star)):
-        return Skip("the outer block selects *: a window column would join its output")
+    problem = outer_block_problem(select)
+    if problem:
+        return Skip(problem)
     outer_conjuncts = block_conjuncts(select)
     matched = None
     for alias in outer.selected_sources:

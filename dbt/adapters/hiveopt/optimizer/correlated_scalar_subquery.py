@@ -16,6 +16,7 @@ from dbt.adapters.hiveopt.optimizer.correlated_checks import (
     aggregate_problem,
     block_shape_problem,
     cost_decision,
+    outer_block_problem,
 )
 from dbt.adapters.hiveopt.optimizer.correlated_windows import (
     aggregate_as_window,
@@ -162,11 +163,9 @@ def _correlation_pairs(inner: exp.Select, inner_aliases: list) -> tuple[list, li
 
 def _match_subquery(shape: _Correlated, outer: Scope, schema) -> _Matched | Skip:
     select = shape.select
-    join = non_inner_join(select)
-    if join:
-        return Skip(f"the outer block has a {join}: which rows survive is not the inner join's")
-    if any(nested_join(i) is not None for i in from_items(select)):
-        return Skip("the outer block has a nested join: not matched")
+    problem = outer_block_problem(select, star=False)
+    if problem:
+        return Skip(problem)
     outer_conjuncts = block_conjuncts(select)
     relations = ", ".join(sorted({shape.idents[a][1] for a in shape.inner_aliases}))
     if not all(any(identity(outer, o) == shape.idents[a] for o in outer.selected_sources) for a in shape.inner_aliases):

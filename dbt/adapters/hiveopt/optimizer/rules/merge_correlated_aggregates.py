@@ -2,10 +2,11 @@
 Correlation Optimizer, input correlation; YSmart).
 
 What it does, when it fires and what was measured: docs/rules/merge_correlated_aggregates.md.
-The three forms: optimizer/correlated_derived_table.py (an aggregate derived table joined back),
-optimizer/correlated_scalar_subquery.py (a correlated scalar subquery) and
+The four forms: optimizer/correlated_derived_table.py (an aggregate derived table joined back),
+optimizer/correlated_scalar_subquery.py (a correlated scalar subquery),
 optimizer/correlated_in_subquery.py (an IN subquery keeping an aggregate's keys by HAVING, joined
-back on its key: TPC-H Q18); their shared checks are in
+back on its key: TPC-H Q18) and optimizer/correlated_exists.py (EXISTS / NOT EXISTS over the
+relation itself on its key: TPC-H Q21); their shared checks are in
 optimizer/correlated_checks.py and the tree edits in optimizer/correlated_windows.py.
 
 >>> from dbt.adapters.hiveopt.optimizer import OptimizerContext, optimize, StatsCatalog
@@ -41,6 +42,7 @@ from sqlglot.optimizer.scope import Scope
 
 from dbt.adapters.hiveopt.optimizer.correlated_checks import Plan
 from dbt.adapters.hiveopt.optimizer.correlated_derived_table import derived_table_window
+from dbt.adapters.hiveopt.optimizer.correlated_exists import exists_window
 from dbt.adapters.hiveopt.optimizer.correlated_in_subquery import in_subquery_window
 from dbt.adapters.hiveopt.optimizer.correlated_scalar_subquery import scalar_subquery_window
 from dbt.adapters.hiveopt.optimizer.cost_model import CostModel
@@ -54,6 +56,7 @@ MAX_REWRITES = 16
 ANALYSES = {
     "scalar": (scalar_subquery_window, "correlated scalar subquery"),
     "in": (in_subquery_window, "IN subquery"),
+    "exists": (exists_window, "EXISTS subquery"),
     "derived": (derived_table_window, "derived table {candidate}"),
 }
 
@@ -62,9 +65,10 @@ def merge_correlated_aggregates(
     expression: exp.Expression, schema, estimator: Estimator, cost_model: CostModel, log: DecisionLog
 ) -> exp.Expression:
     """Rewrite each aggregate joined back to its own input (a derived table, a correlated scalar
-    subquery, or an IN subquery keeping its keys) as a window over one read, where the cost model
-    says a second read costs more than the window's shuffle (shape C: where Spark shuffles the
-    input on the key anyway). Details: docs/rules/merge_correlated_aggregates.md.
+    subquery, or an IN subquery keeping its keys), and each EXISTS over the input itself on its
+    key, as a window over one read, where the cost model says a second read costs more than the
+    window's shuffle (shapes C and D: where Spark shuffles the input on the key anyway).
+    Details: docs/rules/merge_correlated_aggregates.md.
 
     >>> from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
     >>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
@@ -100,7 +104,11 @@ def _next_rewrite(
         select = scope.expression
         if not isinstance(select, exp.Select):
             continue
-        candidates = [("scalar", sub) for sub in scope.subquery_scopes if sub.is_correlated_subquery]
+        candidates = [
+            ("exists" if isinstance(sub.expression.parent, exp.Exists) else "scalar", sub)
+            for sub in scope.subquery_scopes
+            if sub.is_correlated_subquery
+        ]
         candidates += [("in", sub) for sub in scope.subquery_scopes if _uncorrelated_in(sub)]
         candidates += [
             ("derived", alias)
