@@ -794,7 +794,9 @@ class QueryGenerator:
             from_sql = f"({inner}) s, {source} o"
             where = on + outer_filters + ([agg_cmp] if compare else [])
         elif join == "LEFT JOIN":
-            if self.chance(0.2):
+            # in ON only where the aggregate is of the compared column (MAX of a string against a
+            # double fails to cast under ANSI: seed 12, case 1337)
+            if self.chance(0.2) and f"i.{m.name})" in aggs[0]:
                 on.append(agg_cmp)
                 compare = False
             from_sql = f"{source} o LEFT JOIN ({inner}) s ON {' AND '.join(on)}"
