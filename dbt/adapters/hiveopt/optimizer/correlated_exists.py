@@ -239,13 +239,15 @@ def _decide(expression, members: list[_Exists], select, outer: Scope, alias, sco
         for name in [n for n, _ in member.keys] + ([member.differs[0]] if member.differs else []):
             if name not in columns:
                 columns.append(name)
-    whole = estimator.source(outer, alias).rows.value
-    width = _width(outer, alias, columns, estimator, schema=estimator.schema)
-    window_bytes = whole * width
-    joins_bytes = estimator.build_side(outer, alias).rows.value * width
-    for member in members:
-        rows = estimator.build_side(member.scope, member.alias).rows.value
-        joins_bytes += rows * _width(member.scope, member.alias, _columns_read(member), estimator, estimator.schema)
+    filtered = [estimator.build_side(outer, alias).rows]
+    filtered += [estimator.build_side(m.scope, m.alias).rows for m in members]
+    if any(rows.is_absent for rows in filtered):
+        return Skip(f"no estimate of {relation}'s rows after the filters: Spark's semi join stays")
+    width = _width(outer, alias, columns, estimator)
+    window_bytes = estimator.source(outer, alias).rows.value * width
+    joins_bytes = filtered[0].value * width
+    for member, rows in zip(members, filtered[1:]):
+        joins_bytes += rows.value * _width(member.scope, member.alias, _columns_read(member), estimator)
     figures = dict(
         relation=relation,
         outer=alias,
@@ -324,6 +326,6 @@ def _columns_read(member: _Exists) -> list[str]:
     return names
 
 
-def _width(scope: Scope, alias: str, columns: list[str], estimator: Estimator, schema) -> float:
+def _width(scope: Scope, alias: str, columns: list[str], estimator: Estimator) -> float:
     """Bytes per shuffled row of `columns` of alias, by Spark's default sizes of their types."""
-    return float(row_size(_type(scope, alias, c, estimator, schema) for c in columns))
+    return float(row_size(_type(scope, alias, c, estimator, estimator.schema) for c in columns))
