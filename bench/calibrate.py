@@ -4,7 +4,7 @@ relation takes in Spark's memory against the estimator's width, where a hint bea
 alone (AQE on), and the smallest estimated gain per decision kind below which the query is best run
 as written. docs/calibration.md keeps the last tables; re-run it when the cost model changes.
 
-    .venv/bin/python bench/calibrate.py [--parts joins,reorder,skew,window,siblings] [--runs 3]
+    .venv/bin/python bench/calibrate.py [--parts joins,reorder,skew,window,exists,siblings] [--runs 3]
 
 Parts (each prints one table):
 - joins: a 4M-row fact joined to dimensions of 20k-1M rows, filtered to 1%, 10% or all of their
@@ -16,6 +16,9 @@ Parts (each prints one table):
   written against rewrite_skew_joins;
 - window: an aggregate joined back to its input (Hive's correlation example) over 4M rows, a table
   and an expensive input: as written against merge_correlated_aggregates;
+- exists: TPC-H Q21's EXISTS and NOT EXISTS over the relation itself on its key, the outer block
+  and the subqueries filtered to 1-100% of the rows: as written against merge_correlated_aggregates'
+  windows, next to its estimate of the bytes the joins shuffle over the window's;
 - siblings: 2-8 aggregates of one input with different filters: as written against
   merge_sibling_aggregates.
 Every variant's rows are compared with the original's (multisets, floats to 10 digits).
@@ -394,6 +397,67 @@ def print_window(rows: list[dict]) -> None:
         )
 
 
+# -- exists (EXISTS and NOT EXISTS over the relation itself, TPC-H Q21's shape) ----------------------
+EXISTS_SHARES = ((100, 100), (10, 100), (1, 100), (100, 1), (10, 1), (1, 1))  # (outer, subquery) percent
+
+
+def exists(lab: Lab) -> list[dict]:
+    """TPC-H Q21's shape over a 4M-row table (about 4 rows per key, 5 values of s): the outer block
+    and the NOT EXISTS keep a share of the rows by their own filters, the EXISTS reads them all; and
+    a lone EXISTS whose rows are filtered. As written against the windows (forced with the rule's
+    ratio at 0 where it declined), with the rule's estimate of the joins' bytes over the window's."""
+    from dbt.adapters.hiveopt.optimizer import correlated_exists
+
+    lab.table(
+        f"{DB}.e",
+        f"SELECT CAST(pmod(hash(id), {KEYS}) AS BIGINT) AS k, CAST(pmod(hash(id, 7), 5) AS BIGINT) AS s, "
+        f"CAST(pmod(hash(id, 3), 100) AS INT) AS f, CAST(pmod(hash(id, 5), 100) AS INT) AS g FROM range({FACT_ROWS})",
+    )
+    queries = {}
+    for outer, sub in EXISTS_SHARES:
+        queries[f"Q21 shape, outer {outer}%, NOT EXISTS {sub}%"] = (
+            f"SELECT o.s, COUNT(*) AS n FROM {DB}.e AS o WHERE o.f < {outer} "
+            f"AND EXISTS (SELECT * FROM {DB}.e AS a WHERE a.k = o.k AND a.s <> o.s) "
+            f"AND NOT EXISTS (SELECT * FROM {DB}.e AS b WHERE b.k = o.k AND b.s <> o.s AND b.g < {sub}) GROUP BY o.s"
+        )
+    for outer, sub in ((100, 1), (1, 1), (1, 100)):
+        queries[f"one EXISTS, outer {outer}%, EXISTS {sub}%"] = (
+            f"SELECT o.s, COUNT(*) AS n FROM {DB}.e AS o WHERE o.f < {outer} "
+            f"AND EXISTS (SELECT 1 FROM {DB}.e AS a WHERE a.k = o.k AND a.g < {sub}) GROUP BY o.s"
+        )
+    out = []
+    for label, sql in queries.items():
+        chosen, decisions = lab.optimized(sql, "merge_correlated_aggregates")
+        kept = correlated_exists.MIN_JOINS_TO_WINDOW_RATIO
+        correlated_exists.MIN_JOINS_TO_WINDOW_RATIO = 0.0
+        try:
+            forced, forced_decisions = lab.optimized(sql, "merge_correlated_aggregates")
+        finally:
+            correlated_exists.MIN_JOINS_TO_WINDOW_RATIO = kept
+        figures = (forced_decisions["fired"] or [{}])[0]
+        row = {"query": label, "fired": bool(decisions["fired"])}
+        row["estimated"] = figures.get("joins_shuffle_bytes", 0) / max(figures.get("window_shuffle_bytes", 1), 1)
+        row["written"] = lab.seconds(sql)
+        row["window"] = lab.seconds(forced)
+        assert lab.rows(forced) == lab.rows(sql), label
+        out.append(row)
+        print(
+            f"  {label}: written {row['written']:.2f} s, window {row['window']:.2f} s; estimated "
+            f"{row['estimated']:.2f}x, fired {row['fired']}",
+            flush=True,
+        )
+    return out
+
+
+def print_exists(rows: list[dict]) -> None:
+    print(f"\n{'query':40} {'fired':6} {'est. joins/window':>17} {'written s':>10} {'window s':>9} {'measured':>9}")
+    for r in rows:
+        print(
+            f"{r['query']:40} {str(r['fired']):6} {r['estimated']:16.2f}x {r['written']:10.2f} {r['window']:9.2f} "
+            f"{r['written'] / r['window']:8.2f}x"
+        )
+
+
 # -- siblings --------------------------------------------------------------------------------------
 def siblings(lab: Lab) -> list[dict]:
     out = []
@@ -424,7 +488,7 @@ def print_siblings(rows: list[dict]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--parts", default="joins,reorder,skew,window,siblings")
+    parser.add_argument("--parts", default="joins,reorder,skew,window,exists,siblings")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--scale", default="1", help="TPC-H scale of the reorder part")
     args = parser.parse_args()
@@ -446,6 +510,9 @@ def main() -> int:
     if "window" in parts:
         print("window: an aggregate joined back, as written against the window", flush=True)
         results["window"] = window(lab)
+    if "exists" in parts:
+        print("exists: EXISTS and NOT EXISTS over the relation itself, as written against the windows", flush=True)
+        results["exists"] = exists(lab)
     if "siblings" in parts:
         print("siblings: as written against one pass", flush=True)
         results["siblings"] = siblings(lab)
@@ -454,6 +521,7 @@ def main() -> int:
         "reorder": print_reorder,
         "skew": print_skew,
         "window": print_window,
+        "exists": print_exists,
         "siblings": print_siblings,
     }
     for part, rows in results.items():
