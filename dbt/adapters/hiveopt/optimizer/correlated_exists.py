@@ -113,14 +113,19 @@ def exists_window(expression, outer: Scope, sub: Scope, scopes, estimator: Estim
     if problem:
         return Skip(problem)
     members = [shape]
+    key = {name.lower() for name, _ in shape.keys}
     for other in outer.subquery_scopes:
         if other is sub or not isinstance(other.expression.parent, exp.Exists):
             continue
         sibling = _exists_shape(outer, other)
-        if isinstance(sibling, _Exists) and sibling.ident == shape.ident:
-            if _outer_relation(sibling, outer, outer_conjuncts, schema) == alias:
-                if _type_problem(sibling, outer, alias, estimator, schema) is None:
-                    members.append(sibling)
+        # siblings on the same key only: their windows share one partitioning, one shuffle
+        if not isinstance(sibling, _Exists) or sibling.ident != shape.ident:
+            continue
+        if {name.lower() for name, _ in sibling.keys} != key:
+            continue
+        if _outer_relation(sibling, outer, outer_conjuncts, schema) == alias:
+            if _type_problem(sibling, outer, alias, estimator, schema) is None:
+                members.append(sibling)
     return _decide(expression, members, select, outer, alias, scopes, estimator, cost_model)
 
 
