@@ -27,6 +27,7 @@ Every variant's rows are compared with the original's (multisets, floats to 10 d
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -143,6 +144,17 @@ def _bytes(text: str) -> int | None:
     if not match:
         return None
     return int(float(match.group(1)) * {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[match.group(2)])
+
+
+@contextlib.contextmanager
+def threshold_off(module, name: str):
+    """A rule's threshold at 0 for the block (the rewrite it declined, to time it), then back."""
+    kept = getattr(module, name)
+    setattr(module, name, 0.0)
+    try:
+        yield
+    finally:
+        setattr(module, name, kept)
 
 
 def _hinted(sql: str, hint: str) -> str:
@@ -371,12 +383,8 @@ def window(lab: Lab) -> list[dict]:
         if not fired:  # measure the window anyway: the cost model's threshold off
             from dbt.adapters.hiveopt.optimizer import cost_model
 
-            kept = cost_model.MIN_RECOMPUTE_TO_WINDOW_RATIO
-            cost_model.MIN_RECOMPUTE_TO_WINDOW_RATIO = 0.0
-            try:
+            with threshold_off(cost_model, "MIN_RECOMPUTE_TO_WINDOW_RATIO"):
                 rewritten, _ = lab.optimized(sql, "merge_correlated_aggregates")
-            finally:
-                cost_model.MIN_RECOMPUTE_TO_WINDOW_RATIO = kept
         row = {"input": label, "fired": bool(fired), "why": why}
         row["written"] = lab.seconds(sql)
         row["window"] = lab.seconds(rewritten) if rewritten != sql else row["written"]
@@ -428,12 +436,8 @@ def exists(lab: Lab) -> list[dict]:
     out = []
     for label, sql in queries.items():
         chosen, decisions = lab.optimized(sql, "merge_correlated_aggregates")
-        kept = correlated_exists.MIN_JOINS_TO_WINDOW_RATIO
-        correlated_exists.MIN_JOINS_TO_WINDOW_RATIO = 0.0
-        try:
+        with threshold_off(correlated_exists, "MIN_JOINS_TO_WINDOW_RATIO"):
             forced, forced_decisions = lab.optimized(sql, "merge_correlated_aggregates")
-        finally:
-            correlated_exists.MIN_JOINS_TO_WINDOW_RATIO = kept
         figures = (forced_decisions["fired"] or [{}])[0]
         row = {"query": label, "fired": bool(decisions["fired"])}
         row["estimated"] = figures.get("joins_shuffle_bytes", 0) / max(figures.get("window_shuffle_bytes", 1), 1)

@@ -238,14 +238,14 @@ def _decide(expression, members: list[_Exists], select, outer: Scope, alias, sco
     for member in members:
         read = _columns_read(member)
         size = sizes.source(member.scope, member.alias, read)
-        (shuffled if size > threshold else broadcast).append((member, size))
+        (shuffled if size > threshold else broadcast).append((member, size, read))
     if not shuffled:
-        _, size = broadcast[0]
+        _, size, _ = broadcast[0]
         return Skip(
             f"Spark broadcasts the EXISTS subquery's rows of {relation} (it sizes them at {human_bytes(size)}): "
             f"{alias} is not shuffled on the key, a window would add that shuffle"
         )
-    members = [m for m, _ in shuffled]
+    members = [m for m, _, _ in shuffled]
     columns = columns_of(select, outer, alias, scopes)
     for member in members:
         for name in [n for n, _ in member.keys] + ([member.differs[0]] if member.differs else []):
@@ -258,8 +258,8 @@ def _decide(expression, members: list[_Exists], select, outer: Scope, alias, sco
     width = _width(outer, alias, columns, estimator)
     window_bytes = estimator.source(outer, alias).rows.value * width
     joins_bytes = filtered[0].value * width
-    for member, rows in zip(members, filtered[1:]):
-        joins_bytes += rows.value * _width(member.scope, member.alias, _columns_read(member), estimator)
+    for (member, _, read), rows in zip(shuffled, filtered[1:]):
+        joins_bytes += rows.value * _width(member.scope, member.alias, read, estimator)
     figures = dict(
         relation=relation,
         outer=alias,
