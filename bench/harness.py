@@ -118,6 +118,16 @@ def settle(spark) -> None:
     spark.sparkContext._jvm.System.gc()
 
 
+def jvm_work_seconds(spark) -> tuple[float, float]:
+    """(JIT compilation, garbage collection) seconds Spark's JVM has spent since it started. Both
+    run on the cores the tasks run on: TPC-H SF 1, 40 models, threads 1, local[2], the JIT took
+    10.7 s during the first invocation after the setup build and 1.0-3.6 s during later ones."""
+    management = spark.sparkContext._jvm.java.lang.management.ManagementFactory
+    compiled = management.getCompilationMXBean().getTotalCompilationTime()
+    collected = sum(bean.getCollectionTime() for bean in management.getGarbageCollectorMXBeans())
+    return compiled / 1000, collected / 1000
+
+
 def measure_rounds(
     spark,
     select: list[str],
@@ -127,11 +137,26 @@ def measure_rounds(
     rounds: int,
     dbt_args: list[str] | None = None,
     after: Callable[[str, int], None] | None = None,
+    warmup: int = 0,
+    jvm_work: dict[str, list[tuple[float, float]]] | None = None,
 ) -> tuple[dict[str, dict[str, list[float]]], dict[str, dict[str, bool]]]:
     """Seconds per variant, model and round (variants alternate their order each round), and
     whether each variant's rows equal the first's. `dbt_args` go to every `dbt run` (e.g.
     `--threads 1`); `after(variant, round)` is called after each run (to read its records). The
-    variants run in ABBA order (`round_order`), each after a full GC (`settle`)."""
+    variants run in ABBA order (`round_order`), each after a full GC (`settle`). `warmup` untimed
+    rounds run first (each variant once, no `after`): the JIT compiles what the measured rounds
+    will run, which a setup build by one variant did only for its own SQL. `jvm_work`, if given,
+    gets per variant and measured round the (JIT, GC) seconds its invocation spent
+    (`jvm_work_seconds`)."""
+    for _ in range(warmup):
+        for variant, (target, extra) in variants.items():
+            settle(spark)
+            dbt(
+                ["run", "--select", *select, "--target", target, "--vars", json.dumps({**common, **extra})]
+                + (dbt_args or []),
+                os.path.join(RESULTS, variant.replace(" ", "_")),
+            )
+        print("warm-up round done", flush=True)
     times: dict[str, dict[str, list[float]]] = {v: {m: [] for m in models} for v in variants}
     answers: dict[str, dict[str, list]] = {v: {} for v in variants}
     order = list(variants)
@@ -139,6 +164,7 @@ def measure_rounds(
         for variant in round_order(order, round_):
             target, extra = variants[variant]
             settle(spark)
+            before = jvm_work_seconds(spark)
             measured = dbt(
                 [
                     "run",
@@ -152,6 +178,9 @@ def measure_rounds(
                 ],
                 os.path.join(RESULTS, variant.replace(" ", "_")),
             )
+            if jvm_work is not None:
+                spent = jvm_work_seconds(spark)
+                jvm_work.setdefault(variant, []).append((spent[0] - before[0], spent[1] - before[1]))
             for model in models:
                 times[variant][model].append(measured[model])
                 answers[variant][model] = rows(spark, model)

@@ -15,7 +15,7 @@ Two phases:
 Models build one at a time (--threads 1): a model's time is not inflated by others sharing the
 machine's cores, differently for each variant. Nothing asserts a time: targets are printed.
 
-    .venv/bin/python bench/tpch.py [--scale 1] [--rounds 4] [--queries q03,q05] [--no-feedback-builds]
+    .venv/bin/python bench/tpch.py [--scale 1] [--rounds 4] [--warmup 1] [--queries q03,q05] [--no-feedback-builds]
 """
 
 from __future__ import annotations
@@ -106,7 +106,9 @@ class Phase:
     """The paired rounds of one phase: seconds per round, medians, paired ratios, equal rows, and
     what hiveopt's last run did per model."""
 
-    def __init__(self, spark, queries: list[str], variants: dict, common: dict, rounds: int, threads: int):
+    def __init__(
+        self, spark, queries: list[str], variants: dict, common: dict, rounds: int, threads: int, warmup: int = 0
+    ):
         self.queries = queries
         self.models = [m for q in queries for m in ([q, f"{q}_bad"] if has_bad(q) else [q])]
         self.base, self.ours = list(variants)
@@ -119,8 +121,18 @@ class Phase:
                     self.records[m] = this_runs_record(variant, m)
                     self.ran_per_round[m].append(which_sql(self.records[m]))
 
+        self.jvm_work: dict[str, list[tuple[float, float]]] = {}
         self.times, same = harness.measure_rounds(
-            spark, self.models, self.models, variants, common, rounds, ["--threads", str(threads)], after
+            spark,
+            self.models,
+            self.models,
+            variants,
+            common,
+            rounds,
+            ["--threads", str(threads)],
+            after,
+            warmup=warmup,
+            jvm_work=self.jvm_work,
         )
         # Each variant's rows equal the first variant's (last round), and each bad variant's the original's.
         self.equal = {
@@ -179,6 +191,14 @@ class Phase:
                 f"(sums of medians: {spark_s / ours_s:.2f}x); paired ratio of the round totals {paired:.2f}x"
             )
         return ratios
+
+    def print_jvm_work(self) -> None:
+        """The JIT's and the collector's seconds per invocation: work on the tasks' cores that no
+        query asked for, and that moves the per-model times (the noise under a per-model ratio)."""
+        for variant, spent in self.jvm_work.items():
+            jit = ", ".join(f"{j:.1f}" for j, _ in spent)
+            gc = ", ".join(f"{g:.1f}" for _, g in spent)
+            print(f"{variant}: JIT compilation {jit} s, GC {gc} s (per measured round)")
 
     def same_sql(self, model: str) -> bool:
         """Whether every measured hiveopt build of the model ran the SQL dbt-spark ran."""
@@ -239,10 +259,11 @@ def print_statistics_share(built: dict[str, float]) -> None:
 def control(spark, queries: list[str], common: dict, args) -> int:
     """dbt-spark against itself: the per-query table and how many models land past 1.05x."""
     print(f"\n== control: dbt-spark against dbt-spark, {n_rounds(args.rounds)} (the hiveopt columns: the second)")
-    phase = Phase(spark, queries, CONTROL, common, args.rounds, args.threads)
+    phase = Phase(spark, queries, CONTROL, common, args.rounds, args.threads, args.warmup)
     print()
     phase.print_table("-", lambda m: "")
     phase.print_totals()
+    phase.print_jvm_work()
     slower = phase.slower_than(SLOWEST)
     faster = [m for m in phase.models if phase.ratio[m] > SLOWEST]
     print(
@@ -268,6 +289,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=4, help="paired rounds, in ABBA order (default 4)")
     parser.add_argument("--queries", default=",".join(QUERIES), help="a subset, e.g. q03,q05 (default: all 22)")
     parser.add_argument("--threads", type=int, default=1, help="dbt's threads (default 1: one model at a time)")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="untimed rounds of both sides before each phase's timed rounds (default 1: the JIT compiles "
+        "what the rounds run; the setup build ran only hiveopt's SQL)",
+    )
     parser.add_argument(
         "--control",
         action="store_true",
@@ -318,7 +346,7 @@ def main() -> int:
         return 0
 
     print(f"\n== rules: hiveopt with feedback off (each build runs the rewrites), {n_rounds(args.rounds)}", flush=True)
-    rules = Phase(spark, queries, RULES, common, args.rounds, args.threads)
+    rules = Phase(spark, queries, RULES, common, args.rounds, args.threads, args.warmup)
     rules_took = time.perf_counter() - started
     not_off = [m for m in models if "original" in rules.ran_per_round[m]]
     print()
@@ -330,6 +358,7 @@ def main() -> int:
     if not_off:
         print(f"WARNING: hiveopt ran the SQL as written on {', '.join(not_off)}: feedback was not off")
     totals = rules.print_totals()
+    rules.print_jvm_work()
     print()
     print_decision_kinds(rules)
     print()
@@ -381,7 +410,7 @@ def main() -> int:
                 "not measured both ways by these two builds (outcomes from earlier runs, or no feedback): "
                 + ", ".join(f"{m} ({ran[1][m]}, {ran[2][m]})" for m in not_explored)
             )
-        with_feedback = Phase(spark, queries, FEEDBACK, common, args.rounds, args.threads)
+        with_feedback = Phase(spark, queries, FEEDBACK, common, args.rounds, args.threads, args.warmup)
         feedback_took = time.perf_counter() - feedback_started
         print()
 
@@ -395,6 +424,7 @@ def main() -> int:
             "the SQL hiveopt ran per round where it changed"
         )
         with_feedback.print_totals()
+        with_feedback.print_jvm_work()
         print()
         print_targets(
             "after two builds with feedback on",
