@@ -148,36 +148,29 @@ def measure_rounds(
     will run, which a setup build by one variant did only for its own SQL. `jvm_work`, if given,
     gets per variant and measured round the (JIT, GC) seconds its invocation spent
     (`jvm_work_seconds`)."""
+
+    def run(variant: str) -> dict[str, float]:
+        """One dbt run of the variant: dbt's seconds per model."""
+        target, extra = variants[variant]
+        return dbt(
+            ["run", "--select", *select, "--target", target, "--vars", json.dumps({**common, **extra})]
+            + (dbt_args or []),
+            os.path.join(RESULTS, variant.replace(" ", "_")),
+        )
+
     for _ in range(warmup):
-        for variant, (target, extra) in variants.items():
+        for variant in variants:
             settle(spark)
-            dbt(
-                ["run", "--select", *select, "--target", target, "--vars", json.dumps({**common, **extra})]
-                + (dbt_args or []),
-                os.path.join(RESULTS, variant.replace(" ", "_")),
-            )
+            run(variant)
         print("warm-up round done", flush=True)
     times: dict[str, dict[str, list[float]]] = {v: {m: [] for m in models} for v in variants}
     answers: dict[str, dict[str, list]] = {v: {} for v in variants}
     order = list(variants)
     for round_ in range(rounds):
         for variant in round_order(order, round_):
-            target, extra = variants[variant]
             settle(spark)
             before = jvm_work_seconds(spark)
-            measured = dbt(
-                [
-                    "run",
-                    "--select",
-                    *select,
-                    "--target",
-                    target,
-                    "--vars",
-                    json.dumps({**common, **extra}),
-                    *(dbt_args or []),
-                ],
-                os.path.join(RESULTS, variant.replace(" ", "_")),
-            )
+            measured = run(variant)
             if jvm_work is not None:
                 spent = jvm_work_seconds(spark)
                 jvm_work.setdefault(variant, []).append((spent[0] - before[0], spent[1] - before[1]))
