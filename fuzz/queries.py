@@ -20,7 +20,8 @@ It covers the shapes the optimizer's rules target and their near misses:
 - `nondeterministic`: a few queries with rand(), never compared (they check that the optimizer
   does not duplicate a non-deterministic expression).
 
-Every output column has an alias, output names are unique, ORDER BY + LIMIT orders by every
+Every output column has an alias (a share of the cases then drop some: `without_output_aliases`),
+output names are unique, ORDER BY + LIMIT orders by every
 output column (a total order of the rows), window functions are deterministic (no ROW_NUMBER, no
 frame over ties). Joins are bounded: the generator estimates a join's rows from the real key
 frequencies (independent edges) and draws again when a block could return more than MAX_ROWS.
@@ -43,6 +44,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import sqlglot
 from sqlglot import exp
 
 from fuzz.tables import DATABASE, HOT_TABLES, TABLES, FuzzData
@@ -1435,6 +1437,32 @@ class QueryGenerator:
             "SELECT f.k AS k, d.name AS name FROM fuzz.fact f JOIN fuzz.dim_k d ON f.k = d.k "
             f"WHERE rand() < {self.rng.randint(1, 9) / 10}"
         )
+
+
+def without_output_aliases(sql: str, rng: random.Random) -> str | None:
+    """The query with some of its output expressions' aliases dropped: Spark then names those
+    columns after the expressions' text (`count(1)`), a name a rewrite keeps only by giving it
+    as an alias (prepare_query's `spark_output_names`). An alias the query refers to (ORDER BY)
+    stays; plain columns keep theirs (their name is the column's). None: nothing dropped.
+
+    >>> without_output_aliases("SELECT COUNT(*) AS n, f.k AS k FROM fuzz.fact AS f GROUP BY f.k", random.Random(1))
+    'SELECT COUNT(*), f.k AS k FROM fuzz.fact AS f GROUP BY f.k'
+    """
+    tree = sqlglot.parse_one(sql, read="spark")
+    select = tree
+    while isinstance(select, (exp.SetOperation, exp.Subquery)):
+        select = select.this if isinstance(select, exp.Subquery) else select.left
+    if not isinstance(select, exp.Select):
+        return None
+    uses = Counter(identifier.name.lower() for identifier in tree.find_all(exp.Identifier))
+    dropped = False
+    for projection in list(select.expressions):
+        if not isinstance(projection, exp.Alias) or isinstance(projection.this, exp.Column):
+            continue
+        if uses[projection.alias.lower()] == 1 and rng.random() < 0.7:
+            projection.replace(projection.this.copy())
+            dropped = True
+    return tree.sql("spark") if dropped else None
 
 
 def rename(text: str, old: str, new: str) -> str:

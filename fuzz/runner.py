@@ -50,10 +50,11 @@ from dbt.adapters.hiveopt.optimizer import (
 )
 from dbt.adapters.hiveopt.optimizer.context import FetchedValues
 from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES, value_fetches
+from dbt.adapters.hiveopt.optimizer.prepare import parse_query, unnamed_outputs
 from dbt.adapters.hiveopt.optimizer.statistics import StatisticsError
 from fuzz import inputs
 from fuzz.compare import RowDiff, compare_rows
-from fuzz.queries import Query, QueryGenerator
+from fuzz.queries import Query, QueryGenerator, without_output_aliases
 from fuzz.tables import FuzzData
 
 # Each rule should fire on at least this share of the queries, or the run warns that the generator
@@ -63,6 +64,8 @@ MIN_FIRE_SHARE = 0.05
 BIG_RESULT_ROWS = 60_000
 # A query still running after this long is cancelled (counted apart, as a timeout).
 QUERY_TIMEOUT_SECONDS = 120.0
+# The share of cases whose output expressions lose some of their aliases (Spark names them).
+UNALIASED_SHARE = 0.2
 FAILURES = ("mismatch", "optimized_error", "optimizer_raised", "nondeterministic_duplicated", "optimized_timeout")
 
 
@@ -145,6 +148,10 @@ def make_case(data: FuzzData, seed: int, index: int) -> Case:
         keys, tables = {}, []
     stats = inputs.random_statistics(rng, data, keys)
     profile, model = inputs.random_config(rng, data, tables, stats, keys)
+    unaliased = random.Random(f"unaliased:{case_seed}")  # its own draws: the cases above stay as they were
+    if unaliased.random() < UNALIASED_SHARE:
+        sql = without_output_aliases(query.sql, unaliased)
+        query = Query(sql, query.shape, query.deterministic) if sql else query
     return Case(
         seed,
         index,
@@ -245,7 +252,14 @@ class Runner:
         config, statistics = self.inputs(case)
         sql = case.query.sql
         try:
-            prepared = prepare_query(sql, self.schema)
+            parsed = parse_query(sql)
+            # As the adapter does: Spark says how it names the output expressions without an alias.
+            names = (
+                [str(row[0]) for row in self.spark.sql(f"DESCRIBE QUERY {sql}").collect()]
+                if unnamed_outputs(parsed)
+                else None
+            )
+            prepared = prepare_query(sql, self.schema, parsed=parsed, spark_output_names=names)
         except Exception:
             prepared = None
         fetched: dict[str, FetchedValues] = {}

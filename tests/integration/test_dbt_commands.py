@@ -108,10 +108,13 @@ def test_seed_run_test_show(project, spark):
     assert record(project, "rule_off")["fired_rules"] == []
     runs = {r["rule"]: r for r in record(project, "rule_off")["rules"]}
     assert runs["select_join_algorithms"]["enabled"] is False and runs["reorder_joins"]["enabled"] is True
-    # The unaliased output cannot keep Spark's own column name: one warning, model built as written.
-    warnings = events.matching("hiveopt adapter: unaliased: not optimized")
-    assert len(warnings) == 1 and "give it an alias" in warnings[0]
+    # The unaliased output keeps the name Spark gives it (DESCRIBE QUERY): optimized, the same column.
+    assert not events.matching("hiveopt adapter: unaliased: not optimized")
+    unaliased = record(project, "unaliased")
+    assert unaliased["fired_rules"] == ["select_join_algorithms"] and "AS `count(1)`" in unaliased["optimized_sql"]
     assert spark.sql("SELECT * FROM commands.unaliased").columns == ["count(1)"]
+    expected = spark.sql("SELECT count(*) FROM commands.people p JOIN commands.orders o ON o.person_id = p.id")
+    assert spark.table("commands.unaliased").collect() == expected.collect()
     one_table = record(project, "one_table")
     assert one_table["unchanged_reason"] == "no join or subquery" and not events.matching("one_table: not optimized")
     # Same rows whatever the optimizer did (NULL keys and duplicate keys in the seeds).

@@ -5,7 +5,7 @@ from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, optimize
 from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
-from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
+from dbt.adapters.hiveopt.optimizer.prepare import UnsupportedQuery, output_names, parse_query, prepare_query
 
 SCHEMA = {"db": {"t": {"k": "int", "Name": "string"}, "u": {"k": "int"}, "v": {"k": "int", "j": "int"}}}
 STATS = StatsCatalog.from_dict({"db.t": {"row_count": 10**8}, "db.u": {"row_count": 10}})
@@ -121,6 +121,44 @@ def test_a_rule_that_changes_output_columns_is_caught(monkeypatch):
 )
 def test_output_names_keep_their_case(sql, names):
     assert prepare_query(sql, SCHEMA).output_names == names
+
+
+@pytest.mark.parametrize(
+    "sql, spark_names, names",
+    [
+        # Spark names an expression without an alias after its text: given that name, the rewrite keeps it.
+        ("SELECT t.k, COUNT(*) FROM db.t JOIN db.u ON t.k = u.k GROUP BY t.k", ["k", "count(1)"], ["k", "count(1)"]),
+        ("SELECT (k + 1) FROM db.t UNION ALL SELECT k FROM db.u", ["(k + 1)"], ["(k + 1)"]),
+        ("SELECT k AS MyKey, SUM(k) FROM db.t", ["MyKey", "sum(k)"], ["MyKey", "sum(k)"]),
+    ],
+)
+def test_unaliased_outputs_take_the_names_spark_gives_them(sql, spark_names, names):
+    prepared = prepare_query(sql, SCHEMA, spark_output_names=spark_names)
+    assert prepared.output_names == names
+    context = OptimizerContext(schema=SCHEMA, statistics=STATS, config=OptimizerConfig.from_dicts({}))
+    result = optimize(sql, context, prepared)
+    assert result.fallback_reason is None
+
+
+@pytest.mark.parametrize(
+    "sql, spark_names",
+    [
+        ("SELECT k + 1 FROM db.t", None),  # Spark not asked (or it could not say)
+        ("SELECT k, k + 1 FROM db.t", ["k"]),  # the names do not line up with the output
+        ("SELECT *, k + 1 FROM db.t", ["k", "Name", "(k + 1)"]),  # a star is several columns
+    ],
+)
+def test_unaliased_outputs_without_names_run_as_written(sql, spark_names):
+    with pytest.raises(UnsupportedQuery, match="without an alias"):
+        prepare_query(sql, SCHEMA, spark_output_names=spark_names)
+
+
+def test_a_rewrite_of_an_unaliased_output_builds_the_same_columns():
+    sql = "SELECT COUNT(*) FROM db.t JOIN db.u ON t.k = u.k"
+    context = OptimizerContext(schema=SCHEMA, statistics=STATS, config=OptimizerConfig.from_dicts({}))
+    result = optimize(sql, context, prepare_query(sql, SCHEMA, spark_output_names=["count(1)"]))
+    assert result.changed and "BROADCAST(u)" in result.sql
+    assert output_names(parse_query(result.sql)) == ["count(1)"]
 
 
 def test_distinct_order_by_guard():

@@ -16,6 +16,7 @@ which is how Spark names them.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sqlglot
@@ -89,18 +90,51 @@ def output_names(expression: exp.Expression) -> list[str]:
     return [p.alias_or_name for p in outermost_select(expression).selects]
 
 
-def _pin_output_names(select: exp.Select) -> None:
+def unnamed_outputs(expression: exp.Expression) -> bool:
+    """Whether the query's output has an expression without an alias, which Spark names after
+    its text (`count(1)`, `sum(x)`): a rewrite keeps that name only if it is given as an alias
+    (`spark_output_names` in prepare_query).
+
+    >>> unnamed_outputs(parse_query("SELECT k, COUNT(*) FROM db.t GROUP BY k"))
+    True
+    >>> unnamed_outputs(parse_query("SELECT k, COUNT(*) AS n FROM db.t GROUP BY k"))
+    False
+    """
+    return any(_needs_name(projection) for projection in outermost_select(expression).selects)
+
+
+def _needs_name(projection: exp.Expression) -> bool:
+    if isinstance(projection, exp.Alias):
+        return False
+    inner = projection.unnest() if isinstance(projection, exp.Paren) else projection
+    return not isinstance(inner, (exp.Column, exp.Star))  # those are named by the catalog
+
+
+def _pin_output_names(select: exp.Select, spark_names: Sequence[str] | None = None) -> None:
     """Remember each alias as written (qualify lowercases even quoted names in Spark's dialect);
-    a plain column keeps the catalog's case, as Spark names it; anything else needs an alias."""
-    for projection in list(select.selects):
+    a plain column keeps the catalog's case, as Spark names it; anything else is given the name
+    Spark gives it (`spark_names`, one per output column, from Spark's analysis of the query),
+    or the query runs as written."""
+    named = spark_names is not None and len(spark_names) == len(select.selects)
+    if named and any(
+        isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star)) for p in select.selects
+    ):
+        named = False  # a star is several output columns: the names do not line up
+    for i, projection in enumerate(list(select.selects)):
         if isinstance(projection, exp.Alias):
             projection.args["alias"].meta[_ORIGINAL_NAME] = projection.alias
             continue
-        inner = projection.unnest() if isinstance(projection, exp.Paren) else projection
-        if isinstance(inner, (exp.Column, exp.Star)):
-            continue  # named by the catalog (stars are expanded from it)
-        # Spark names an unaliased expression after its text; we cannot reproduce that name.
-        raise UnsupportedQuery(f"output expression without an alias: {projection.sql(DIALECT)[:60]} (give it an alias)")
+        if not _needs_name(projection):
+            continue
+        if not named:
+            # Spark names an unaliased expression after its text; we cannot reproduce that name.
+            raise UnsupportedQuery(
+                f"output expression without an alias: {projection.sql(DIALECT)[:60]} (give it an alias)"
+            )
+        name = str(spark_names[i])
+        aliased = exp.alias_(projection.copy(), exp.to_identifier(name, quoted=True))
+        aliased.args["alias"].meta[_ORIGINAL_NAME] = name
+        projection.replace(aliased)
 
 
 def _guard_star_over_using(expression: exp.Expression) -> None:
@@ -166,9 +200,19 @@ def prepare_query(
     schema: dict[str, dict[str, dict[str, str]]],
     default_db: str | None = None,
     parsed: exp.Query | None = None,
+    spark_output_names: Sequence[str] | None = None,
 ) -> PreparedQuery:
     """Parse, check the schema covers every table, qualify every column, keep the output names.
-    `parsed`: `parse_query(sql)` when the caller has it already (it is not modified)."""
+    `parsed`: `parse_query(sql)` when the caller has it already (it is not modified).
+    `spark_output_names`: the query's output column names as Spark names them (`DESCRIBE QUERY`),
+    which an output expression without an alias gets as its alias (the rewrite then builds a
+    table with the same columns); without them such a query is not optimized.
+
+    >>> schema, names = {"db": {"t": {"k": "int"}}}, ["k", "count(1)"]
+    >>> prepared = prepare_query("SELECT k, COUNT(*) FROM db.t GROUP BY k", schema, spark_output_names=names)
+    >>> prepared.expression.sql("spark")
+    'SELECT t.k AS k, COUNT(*) AS `count(1)` FROM db.t AS t GROUP BY t.k'
+    """
     original = parsed if parsed is not None else parse_query(sql)
     tables = physical_tables(original)
     known = {f"{db}.{t}".lower() for db, ts in schema.items() for t in ts}
@@ -180,7 +224,7 @@ def prepare_query(
 
     working = original.copy()
     _guard_star_over_using(working)
-    _pin_output_names(outermost_select(working))
+    _pin_output_names(outermost_select(working), spark_output_names)
     try:
         qualified = qualify(
             working,
