@@ -85,6 +85,7 @@ class HiveoptAdapter(SparkAdapter):
         self._records: BuildRecords | None = None
         self._store_reader: threading.Thread | None = None
         self._saver: threading.Thread | None = None
+        self._rows_reader: threading.Thread | None = None
         self._save_now = threading.Event()  # set at the end of the invocation: the saver waits no more
         # Set when dbt starts the first node that reaches the adapter (the run's hooks are done):
         # the read-ahead describes the sources after it.
@@ -398,14 +399,11 @@ class HiveoptAdapter(SparkAdapter):
         """dbt calls this once at the end of an invocation: the optimizer's one closing line."""
         self._save_now.set()
         self._first_node.set()  # a read-ahead still waiting for a first node reads nothing more
-        for thread in (self._store_reader, self._saver):
+        for thread in (self._store_reader, self._saver, self._rows_reader):
             if thread is not None:
                 thread.join(timeout=120)
         if self._records is not None:
-            try:
-                self._records.read_actual_rows()
-            except Exception as error:  # the records are best effort
-                logger.debug(f"hiveopt: actual rows not read ({first_line(error)})")
+            self._read_rows()
         line = self._summary.line()
         if line:
             logger.info(line)
@@ -458,7 +456,8 @@ class HiveoptAdapter(SparkAdapter):
         label = model_label(model, None)
         unique_id = (model or {}).get("unique_id", "")
         try:
-            self.records.actual_rows(unique_id)
+            if self.records.actual_rows(unique_id):
+                self._read_rows_behind()
         except Exception as error:  # the record is best effort
             logger.debug(f"{label}: actual rows not read ({first_line(error)})")
         try:
@@ -523,6 +522,23 @@ class HiveoptAdapter(SparkAdapter):
                 daemon=True,
             )
         self._saver.start()
+
+    def _read_rows_behind(self) -> None:
+        """Read the actual rows of the builds run so far on a thread of its own (one at a time;
+        builds that end meanwhile wait for the next read, or for the end of the invocation)."""
+        with self._hiveopt_lock:
+            if self._rows_reader is not None and self._rows_reader.is_alive():
+                return
+            self._rows_reader = threading.Thread(target=self._read_rows, name="hiveopt-rows", daemon=True)
+        self._rows_reader.start()
+
+    def _read_rows(self) -> None:
+        try:
+            said = self.records.read_actual_rows()
+            if said:
+                logger.debug(f"hiveopt: {said}")
+        except Exception as error:  # the records are best effort
+            logger.debug(f"hiveopt: actual rows not read ({first_line(error)})")
 
     def _save_soon(self) -> None:
         self._save_now.wait(SAVE_BEHIND_AFTER_SECONDS)
