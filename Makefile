@@ -8,7 +8,7 @@ TPCH_DIR := $(CURDIR)/data/tpch-$(TPCH_SCALE)
 export HIVEOPT_TPCH_DIR := $(TPCH_DIR)
 PYTEST_ARGS ?=
 
-.PHONY: install data demo lint test test-all browser bench bench-project calibrate fuzz clean
+.PHONY: install data demo lint test test-all browser bench bench-project bench-tpcds calibrate fuzz clean
 
 # A regular (not editable) install: dbt finds adapters by listing dbt/adapters/*/ in
 # site-packages (`dbt init`, `dbt --version`), which an editable install does not populate.
@@ -71,6 +71,11 @@ bench: install
 # The decisions against their alternatives on this Spark (docs/calibration.md keeps the tables).
 calibrate: install
 	$(BIN)/python bench/calibrate.py
+
+# TPC-DS SF 1, the 99 queries as dbt models, dbt-spark against hiveopt (about 35 minutes).
+bench-tpcds: install
+	$(BIN)/pip install -q --no-build-isolation ".[tpcds]"
+	$(BIN)/python bench/tpcds.py --scale 1 --rounds 3 --warmup 1
 
 # The whole example project, dbt-spark vs hiveopt, at SF 0.1 and SF 1 (paired rounds).
 bench-project: install
