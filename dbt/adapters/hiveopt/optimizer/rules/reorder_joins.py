@@ -23,7 +23,6 @@ from dbt.adapters.hiveopt.optimizer.syntax import aliases_of, conjuncts, relatio
 # are estimates, and an unchanged query is the safest query.
 MIN_RELATIVE_GAIN = 0.10
 MIN_RELATIONS = 3
-PROBES_ONLY = "every join is a broadcast as written and in the best order: only the order of the probes changes"
 # A bushy tree is written as nested joins `(a JOIN b ON ...)`, which Spark ran 20-25% slower than
 # the left-deep tree of equal estimated cost on TPC-H Q2, Q7 and Q8 (SF 1, measured here). So a
 # bushy tree must be this many times cheaper than the best left-deep one to be chosen.
@@ -263,25 +262,10 @@ def _reorder_run(
     if best.cost > written.cost * (1 - MIN_RELATIVE_GAIN):
         log.skipped("the written order is as cheap as the best one found", **details)
         return
-    if _probes_only(planner, written, best):
-        log.skipped(PROBES_ONLY, **details)
-        return
     if not _rewrite(select, graph, planner, best):
         log.skipped("the best tree cannot be written as nested joins here", **details)
         return
     log.fired(f"joins reordered: estimated cost {written.cost:.3g} -> {best.cost:.3g}", **details)
-
-
-def _probes_only(planner: _Planner, written: Plan, best: Plan) -> bool:
-    """Whether every join is a broadcast both as written and in the best order: then the order
-    changes only which broadcast relation each fact row is probed against first, in one pipeline
-    that reads the fact once either way. The cost model counts the rows each probe passes on, but
-    a probe costs Spark next to nothing against the scan; measured on TPC-DS at SF 1 (3 paired
-    rounds), such reorders won 5 and lost 9 of 14 past 5% with estimated gains of 1.1-418x
-    (q30 0.77x, q66 0.71x, q73 1.18x), where the reorders that turned a sort-merge join into
-    broadcasts won (q06 2.34x, q25 1.76x, q17 1.44x)."""
-    algorithms = [step["algorithm"] for step in planner.intermediates(written) + planner.intermediates(best)]
-    return all(algorithm == "broadcast" for algorithm in algorithms)
 
 
 def _planner(
