@@ -147,7 +147,11 @@ def latest_execution_id(spark: Any) -> int:
     total = int(store.executionsCount())
     if not total:
         return -1
-    return int(store.executionsList(total - 1, 1).iterator().next().executionId())
+    # The count and the list are two reads of a store other threads' queries write to: the list
+    # can come back empty (8 threads, 16 models: `next on empty iterator`). -1 then: a read that
+    # starts from it sweeps every execution Spark keeps, as it did before ids were taken per build.
+    latest = store.executionsList(total - 1, 1).iterator()
+    return int(latest.next().executionId()) if latest.hasNext() else -1
 
 
 def _recent_executions(store: Any, window: int | None) -> list[Any]:

@@ -149,7 +149,10 @@ class BuildRecords:
         # The session's latest SQL execution before this build: a read sweeps only the executions
         # since the earliest of its builds' (in a process that ran other invocations, the store
         # holds up to 1000, and sweeping them all took about 200 ms at the end of each invocation).
-        before = latest_execution_id(_session())
+        try:
+            before = latest_execution_id(_session())
+        except Exception:  # a read from -1 sweeps every execution Spark keeps: slower, not wrong
+            before = -1
         description = f"hiveopt build {label} {time.perf_counter_ns()}"
         context.setLocalProperty("spark.job.description", description)
         self._thread.tagged = True

@@ -305,7 +305,10 @@ class HiveoptAdapter(SparkAdapter):
         if seen is not None and ran != sql:  # a rewrite runs: an older memory to run as written no longer holds
             self._update_memory(label, lambda: self.records.forget_decision(table))
         if unique_id:
-            record["actual_rows"] = self.records.tag(unique_id, label, materialization, record)
+            try:
+                record["actual_rows"] = self.records.tag(unique_id, label, materialization, record)
+            except Exception as error:  # the record is best effort: the build goes on
+                record["actual_rows"] = f"not measured ({first_line(error)})"
         # What hiveopt added before Spark runs the build: catalog and statistics I/O, the optimizer.
         record["overhead_ms"] = round(1000 * (time.perf_counter() - entered), 1)
         self._report().write(label, ran, record)
