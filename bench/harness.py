@@ -88,14 +88,14 @@ def dbt(args: list[str], target_path: str) -> dict[str, float]:
         return {r["unique_id"].split(".")[-1]: r["execution_time"] for r in json.load(handle)["results"]}
 
 
-def rows(spark, model: str):
-    """The model's rows, sorted; fractional numbers to 10 significant digits, because a sum of
-    doubles depends on the order Spark adds them in (a UNION ALL or another join order changes it)."""
+def rows(spark, model: str, schema: str = "analytics_bench", digits: int = 10):
+    """The model's rows, sorted; fractional numbers to `digits` significant digits, because a sum
+    of doubles depends on the order Spark adds them in (a UNION ALL or another join order changes it)."""
 
     def value(v):
-        return float(f"{float(v):.10g}") if isinstance(v, float) or type(v).__name__ == "Decimal" else v
+        return float(f"{float(v):.{digits}g}") if isinstance(v, float) or type(v).__name__ == "Decimal" else v
 
-    return sorted((tuple(value(v) for v in r) for r in spark.table(f"analytics_bench.{model}").collect()), key=repr)
+    return sorted((tuple(value(v) for v in r) for r in spark.table(f"{schema}.{model}").collect()), key=repr)
 
 
 def round_order(variants, round_: int) -> list:

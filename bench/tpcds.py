@@ -118,13 +118,6 @@ def dbt_run(project: str, target: str, results: str) -> dict[str, float]:
     return {r["unique_id"].split(".")[-1]: r["execution_time"] for r in ran}
 
 
-def rows(spark, model: str):
-    def value(v):
-        return float(f"{float(v):.8g}") if isinstance(v, float) or type(v).__name__ == "Decimal" else v
-
-    return sorted((tuple(value(v) for v in r) for r in spark.table(f"tpcds_out.{model}").collect()), key=repr)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", default="1")
@@ -177,16 +170,16 @@ def main() -> int:
             for model in models:
                 times[variant][model].append(measured[model])
             if round_ == 0:  # each side's rows, read after its own run
-                answers[variant] = {m: rows(spark, m) for m in models}
+                answers[variant] = {m: harness.rows(spark, m, "tpcds_out", digits=8) for m in models}
         print(f"round {round_ + 1}/{args.rounds} done", flush=True)
     same = {m: answers["dbt-spark"][m] == answers["hiveopt"][m] for m in models}
-    records = {m: harness_record(results, m) for m in models}
+    records = {m: hiveopt_record(results, m) for m in models}
     report(times, same, records)
     print(f"took {(time.perf_counter() - started) / 60:.1f} min")
     return 0
 
 
-def harness_record(results: str, model: str) -> dict | None:
+def hiveopt_record(results: str, model: str) -> dict | None:
     path = os.path.join(results, "hiveopt", "hiveopt", f"{model}.json")
     if not os.path.exists(path):
         return None
