@@ -118,3 +118,14 @@ def test_a_key_pinned_by_a_filter_keeps_only_the_pinned_values():
     assert two.value == pytest.approx(900)
     # Without a pin, the key's NDV before any filter divides: 1000 * 50 / 100.
     assert rows("SELECT t.n FROM db.t JOIN db.u ON t.k = u.k", stats).value == pytest.approx(500)
+
+
+def test_more_nulls_than_rows_never_makes_rows_negative():
+    # Fuzzer, seed 7 case 991: a null count past the row count (statistics of different days)
+    # made a filter's selectivity negative, and with it the join costs the reorder compared.
+    stats = StatsCatalog.from_dict(
+        {"db.t": {"row_count": 1, "columns": {"k": {"ndv": 1, "null_count": 3, "min": 1, "max": 5}}}}
+    )
+    q = prepare_query("SELECT k FROM db.t WHERE k > 2", SCHEMA).expression
+    rows = Estimator(q, SCHEMA, stats).estimate(q).rows.value
+    assert 0 <= rows <= 1

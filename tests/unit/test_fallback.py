@@ -161,6 +161,25 @@ def test_a_rewrite_of_an_unaliased_output_builds_the_same_columns():
     assert output_names(parse_query(result.sql)) == ["count(1)"]
 
 
+def test_an_unaliased_scalar_subquery_keeps_its_name_when_siblings_merge():
+    # Fuzzer, seed 7, cases 735 and 801: Spark names both unaliased subqueries `scalarsubquery()`;
+    # merging the siblings into one cross-joined pass renamed one of them `_hiveopt_2`.
+    schema = {"db": {"f": {"id": "int", "v": "double"}, "d": {"g": "int"}}}
+    stats = StatsCatalog.from_dict(
+        {"db.f": {"row_count": 100_000}, "db.d": {"row_count": 10, "columns": {"g": {"ndv": 5, "min": 0, "max": 9}}}}
+    )
+    sql = (
+        "SELECT (SELECT AVG(id) FROM db.f WHERE v > 1) AS c, (SELECT COUNT(DISTINCT id) FROM db.f WHERE v > 2), "
+        "(SELECT SUM(id) FROM db.f WHERE v > 3) FROM db.d AS r WHERE r.g IN (0, 1)"
+    )
+    names = ["c", "scalarsubquery()", "scalarsubquery()"]
+    context = OptimizerContext(schema=schema, statistics=stats, config=OptimizerConfig.from_dicts({}))
+    result = optimize(sql, context, prepare_query(sql, schema, spark_output_names=names))
+    assert [r.error for r in result.rules if r.error] == []
+    assert result.fired_rules == ["merge_sibling_aggregates"]
+    assert output_names(parse_query(result.sql)) == names
+
+
 def test_distinct_order_by_guard():
     # TPC-DS q41's shape: ORDER BY must name the DISTINCT output, not the qualified column.
     q = prepare_query("SELECT DISTINCT (name) FROM db.t ORDER BY name LIMIT 10", SCHEMA).expression

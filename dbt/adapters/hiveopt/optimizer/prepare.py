@@ -132,7 +132,10 @@ def _pin_output_names(select: exp.Select, spark_names: Sequence[str] | None = No
                 f"output expression without an alias: {projection.sql(DIALECT)[:60]} (give it an alias)"
             )
         name = str(spark_names[i])
-        aliased = exp.alias_(projection.copy(), exp.to_identifier(name, quoted=True))
+        # An Alias node, never exp.alias_: that one names a scalar subquery by the subquery's own
+        # alias, which a rule replacing the subquery drops with it (merge_sibling_aggregates named
+        # the output `_hiveopt_5`; found by the differential fuzzer).
+        aliased = exp.Alias(this=projection.copy(), alias=exp.to_identifier(name, quoted=True))
         aliased.args["alias"].meta[_ORIGINAL_NAME] = name
         projection.replace(aliased)
 

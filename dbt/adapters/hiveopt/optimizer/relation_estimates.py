@@ -61,8 +61,11 @@ class ColumnEstimate:
     def from_stats(cls, stats: ColumnStats, rows: Estimate, data_type: str | None) -> ColumnEstimate:
         null_fraction = Estimate.absent()
         if not stats.null_count.is_absent and not rows.is_absent:
+            # At most every row: statistics gathered at different times (or a sample's scaled-up
+            # count) can say more NULLs than rows, and a fraction past 1 made rows and costs
+            # negative (the differential fuzzer's random statistics, seed 7 case 991).
             null_fraction = Estimate(
-                stats.null_count.value / rows.value if rows.value else 0.0,
+                min(stats.null_count.value / rows.value, 1.0) if rows.value else 0.0,
                 min(stats.null_count.precision, rows.precision),
             )
         hh = None
