@@ -41,7 +41,9 @@ def join_trees(expression: exp.Expression, estimator: Estimator) -> dict[str, di
     """{block label: tree} for every block with joins. A tree node is a dict: `kind` ("scan" or
     "join"), `label`, `rows` and `bytes` (None when unknown) and `precision`; a join also has
     `algorithm` and `children` (left, right)."""
-    estimator = estimator.over(expression)
+    # The estimator's own tree: its memo holds (the pipeline hands over the query as written,
+    # which no rule changes in place); any other tree gets a view of its own.
+    estimator = estimator if expression is estimator.root else estimator.over(expression)
     trees: dict[str, dict[str, Any]] = {}
     branches = 0
     for i, scope in enumerate(traverse_scope(expression)):
