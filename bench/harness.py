@@ -62,7 +62,9 @@ def session_for(target: str) -> None:
         session.conf.set(SIZES_KEPT_ON_INSERT, "false" if target == "spark" else "true")
 
 
-def dbt(args: list[str], target_path: str) -> dict[str, float]:
+def dbt(args: list[str], target_path: str, project_dir: str = EXAMPLE) -> dict[str, float]:
+    """dbt with `args` on the project (the example project by default, its profiles beside it);
+    the seconds of each node from run_results.json."""
     from dbt.cli.main import dbtRunner
 
     if "--target" in args:
@@ -72,9 +74,9 @@ def dbt(args: list[str], target_path: str) -> dict[str, float]:
         [
             *args,
             "--project-dir",
-            EXAMPLE,
+            project_dir,
             "--profiles-dir",
-            EXAMPLE,
+            project_dir,
             "--target-path",
             target_path,
             "--log-path",

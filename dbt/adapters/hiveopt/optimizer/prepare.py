@@ -110,15 +110,20 @@ def _needs_name(projection: exp.Expression) -> bool:
     return not isinstance(inner, (exp.Column, exp.Star))  # those are named by the catalog
 
 
+def _is_star(projection: exp.Expression) -> bool:
+    """`*` or `t.*`."""
+    return isinstance(projection, exp.Star) or (
+        isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star)
+    )
+
+
 def _pin_output_names(select: exp.Select, spark_names: Sequence[str] | None = None) -> None:
     """Remember each alias as written (qualify lowercases even quoted names in Spark's dialect);
     a plain column keeps the catalog's case, as Spark names it; anything else is given the name
     Spark gives it (`spark_names`, one per output column, from Spark's analysis of the query),
     or the query runs as written."""
     named = spark_names is not None and len(spark_names) == len(select.selects)
-    if named and any(
-        isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star)) for p in select.selects
-    ):
+    if named and any(_is_star(p) for p in select.selects):
         named = False  # a star is several output columns: the names do not line up
     for i, projection in enumerate(list(select.selects)):
         if isinstance(projection, exp.Alias):
@@ -146,11 +151,7 @@ def _guard_star_over_using(expression: exp.Expression) -> None:
     for select in expression.find_all(exp.Select):
         joins = select.args.get("joins") or []
         merged_keys = any(j.args.get("using") or (j.args.get("method") or "").upper() == "NATURAL" for j in joins)
-        star = any(
-            isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star))
-            for p in select.selects
-        )
-        if merged_keys and star:
+        if merged_keys and any(_is_star(p) for p in select.selects):
             raise UnsupportedQuery("a star over a USING or NATURAL join (Spark orders its columns its own way)")
 
 
