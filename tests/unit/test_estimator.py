@@ -49,6 +49,12 @@ def rows(sql, stats=STATS):
         ("k = 5 AND s = 'hot'", 1000 * 0.009 * 0.5),
         ("k = 5 OR k = 6", pytest.approx(1000 * (0.009 + 0.009 - 0.009 * 0.009))),
         ("s LIKE 'h%'", 1000 * DEFAULT_LIKE_SELECTIVITY),
+        # Constant arithmetic is a constant (TPC-DS q73: `d_year IN (1999, 1999 + 1, 1999 + 2)`
+        # fell to the default selectivity and put date_dim at 1,428 rows for 72).
+        ("k IN (1, 1 + 1, 1 + 2)", 1000 * 3 * 0.9 / 100),
+        ("k = 10 - 5", 1000 * 0.9 / 100),
+        ("n <= (1 * 2)", pytest.approx(1000 * (0.5 + 0.01), rel=0.01)),
+        ("k = 10 / 2", 1000 * 0.9 / 100),
     ],
 )
 def test_selectivity(where, expected):

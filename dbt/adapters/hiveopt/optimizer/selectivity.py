@@ -82,8 +82,29 @@ def _text_as_number(value: str) -> float | None:
         return None
 
 
+# Constant arithmetic an analyst writes (`1999 + 1`), folded as Spark folds it before planning.
+_ARITHMETIC = {
+    exp.Add: lambda a, b: a + b,
+    exp.Sub: lambda a, b: a - b,
+    exp.Mul: lambda a, b: a * b,
+    exp.Div: lambda a, b: a / b if b else None,  # Spark's `/` is a double; NULL for 0
+}
+
+
 def literal_value(node: exp.Expression) -> tuple[bool, Any]:
-    """(is a constant, its Python value) for literals, negated numbers, typed date literals."""
+    """(is a constant, its Python value) for literals, negated numbers, typed date literals and
+    arithmetic of numbers. For estimates only: the SQL keeps what the analyst wrote.
+
+    >>> import sqlglot
+    >>> literal_value(sqlglot.parse_one("1999 + 2")), literal_value(sqlglot.parse_one("7 / 2"))
+    ((True, 2001), (True, 3.5))
+    """
+    arithmetic = _ARITHMETIC.get(type(node))
+    if arithmetic is not None:
+        (ok_a, a), (ok_b, b) = literal_value(node.this), literal_value(node.expression)
+        numbers = ok_a and ok_b and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
+        value = arithmetic(a, b) if numbers else None
+        return value is not None, value
     if isinstance(node, exp.Paren):
         return literal_value(node.this)
     if isinstance(node, exp.Literal):
