@@ -55,3 +55,31 @@ def test_describe_gives_bucket_columns():
     ]
     info = parse_describe("db.t", rows)
     assert info.bucket_columns == ["k"] and info.size_bytes == 1234 and info.columns == {"k": "int", "v": "string"}
+
+
+def test_a_column_named_many_times_is_read_once():
+    """A scan reads each column once: `SUM(f.v), MAX(f.v) ... WHERE f.v > 1` costs what `SUM(f.v)`
+    does (counted per mention, the second scan of a correlated aggregate looked 2-3x dearer than
+    it is, and a window won where it did not)."""
+    import sqlglot
+    from sqlglot.optimizer.scope import build_scope
+
+    from dbt.adapters.hiveopt.optimizer.cost_model import compute_cost, recompute_after_reuse
+    from dbt.adapters.hiveopt.optimizer.estimator import Estimator
+    from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
+
+    schema = {"db": {"f": {"k": "int", "v": "double", "w": "string"}}}
+    stats = StatsCatalog.from_dict({"db.f": {"row_count": 10**6, "columns": {"k": {"ndv": 10**3}}}})
+
+    def costs(body: str) -> tuple[float, float]:
+        tree = sqlglot.parse_one(f"WITH s AS ({body}) SELECT * FROM s AS s")
+        inner = build_scope(tree).cte_scopes[0]
+        estimator = Estimator(tree, schema, stats)
+        # the CTE's own scan of f, and computing the CTE once more
+        return recompute_after_reuse(estimator, inner, "f", 10).cost.value, compute_cost(estimator, inner, 10).value
+
+    once = costs("SELECT f.k AS k, SUM(f.v) AS t FROM db.f AS f GROUP BY f.k")
+    often = costs("SELECT f.k AS k, SUM(f.v) AS t, MAX(f.v) AS m FROM db.f AS f WHERE f.v > 1 AND f.k > 0 GROUP BY f.k")
+    assert often[0] == once[0]
+    # the second block also outputs one more column: only its aggregate's output may cost more
+    assert often[1] >= once[1] and often[1] - once[1] < once[0]

@@ -25,7 +25,7 @@ shuffled, not broadcast (AQE converts it only after both sides have been shuffle
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -151,6 +151,31 @@ def skew_join_speedup(largest_key_share: float, task_slots: int) -> float:
     return written / rewritten
 
 
+# -- what reading a relation costs (every rule that weighs a scan asks here)
+
+
+def columns_read(scope: Scope, aliases: Collection[str], qualified: bool = False) -> list[str]:
+    """The columns the block reads of its FROM items `aliases`, each once however often the block
+    names it (a row holds a column once: counted per mention, `SUM(f.v), MAX(f.v) ... WHERE f.v > 1`
+    read f.v three times as wide). `qualified`: as "alias.column", the names of a join's rows.
+
+    >>> from sqlglot import parse_one
+    >>> from sqlglot.optimizer.scope import build_scope
+    >>> scope = build_scope(parse_one("SELECT f.k, SUM(f.v), MAX(f.v) FROM db.f AS f WHERE f.v > 1 GROUP BY f.k"))
+    >>> columns_read(scope, ["f"]), columns_read(scope, ["f"], qualified=True)
+    (['k', 'v'], ['f.k', 'f.v'])
+    """
+    names = (f"{c.table}.{c.name}" if qualified else c.name for c in scope.columns if c.table in aliases)
+    return list(dict.fromkeys(name.lower() for name in names))
+
+
+def table_read_bytes(estimator: Estimator, scope: Scope, alias: str, table: exp.Table) -> Estimate:
+    """The bytes of the columns the block reads of `table` (FROM item `alias`), before its
+    filters: what a scan of it reads, whatever the rest of the plan. Times SCAN_BYTE_COST, the
+    cost of reading them."""
+    return estimator.table(table).bytes(columns_read(scope, [alias]))
+
+
 # -- computing an input a second time (the correlation rules weigh it against a window or a merge)
 
 
@@ -165,8 +190,7 @@ def compute_cost(estimator: Estimator, scope: Scope, broadcast_threshold_bytes: 
     joined = bool(select.args.get("joins"))
     for alias, (_node, source) in scope.selected_sources.items():
         if isinstance(source, exp.Table):
-            relation = estimator.table(source)
-            read = relation.bytes(c.name for c in scope.columns if c.table == alias)
+            read = table_read_bytes(estimator, scope, alias, source)
             if read.is_absent:
                 return Estimate.absent()
             total = total + read * SCAN_BYTE_COST
@@ -226,7 +250,7 @@ def recompute_after_reuse(estimator: Estimator, scope: Scope, alias: str, broadc
     """
     _node, source = scope.selected_sources[alias]
     if isinstance(source, exp.Table):
-        read = estimator.table(source).bytes(c.name for c in scope.columns if c.table == alias)
+        read = table_read_bytes(estimator, scope, alias, source)
         return Stage(read * SCAN_BYTE_COST, None, f"a second scan of {source.name}")
     if isinstance(source, Scope):
         return last_stage(estimator, source, broadcast_threshold_bytes)
@@ -322,7 +346,7 @@ def _item_stage(estimator: Estimator, scope: Scope, alias: str, broadcast_thresh
 
 
 def _read_bytes(relation: RelationEstimate, scope: Scope, aliases: list[str]) -> Estimate:
-    return relation.bytes(f"{c.table}.{c.name}" for c in scope.columns if c.table in aliases)
+    return relation.bytes(columns_read(scope, aliases, qualified=True))
 
 
 def _join_keys(predicates: list[exp.Expression], left: list[str], right: str) -> tuple[frozenset[str], ...]:

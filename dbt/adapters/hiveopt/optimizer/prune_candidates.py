@@ -32,6 +32,7 @@ from sqlglot.optimizer.scope import Scope
 from dbt.adapters.hiveopt.optimizer.blocks import block_label
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.context import ValueFetch
+from dbt.adapters.hiveopt.optimizer.cost_model import columns_read
 from dbt.adapters.hiveopt.optimizer.decisions import Skip
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.fetched_literals import literal_kind
@@ -328,7 +329,7 @@ def _partitioned_motive(
     details: dict[str, Any],
 ) -> _Motive | Skip:
     """A table partitioned on the key: Spark's DPP prunes it when the small side is broadcast."""
-    small_bytes = small_relation.bytes(f"{small}.{c.name}" for c in scope.columns if c.table == small)
+    small_bytes = small_relation.bytes(columns_read(scope, [small], qualified=True))
     # Measured (bench/pruning.py): Spark's DPP also prunes through an aggregate grouped by the key.
     through = " (through the aggregate too)" if source.aggregated else ""
     if not small_bytes.is_absent and small_bytes.value <= config.broadcast_threshold_bytes:

@@ -11,7 +11,13 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer.blocks import join_blocks
-from dbt.adapters.hiveopt.optimizer.cost_model import SCAN_BYTE_COST, CostModel, JoinInput
+from dbt.adapters.hiveopt.optimizer.cost_model import (
+    SCAN_BYTE_COST,
+    CostModel,
+    JoinInput,
+    columns_read,
+    table_read_bytes,
+)
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, Skip
 from dbt.adapters.hiveopt.optimizer.enumerate_joins import MAX_DP_PAIRS, Plan, best_plans
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator, join_cardinality
@@ -170,8 +176,7 @@ def _scan_cost(scope, graph: JoinGraph, planner: _Planner, estimator: Estimator)
     for i, alias in enumerate(graph.aliases):
         source = graph.sources.get(alias)
         if isinstance(source, exp.Table):
-            read = {c.name.lower() for c in scope.columns if c.table == alias}
-            size = estimator.table(source).bytes(read)
+            size = table_read_bytes(estimator, scope, alias, source)
             if not size.is_absent:
                 total += size.value * SCAN_BYTE_COST
                 continue
@@ -306,10 +311,10 @@ def _planner(
     for alias in graph.aliases:
         if alias == PREFIX:
             leaf = estimator.join_steps(scope, graph.prefix[0], graph.prefix[1])[-1]
-            read = {f"{c.table}.{c.name}".lower() for c in scope.columns if c.table in graph.prefix_aliases}
+            read = columns_read(scope, graph.prefix_aliases, qualified=True)
         else:
             leaf = estimator.filtered_source(scope, alias, filters)
-            read = {c.name.lower() for c in scope.columns if c.table == alias}
+            read = columns_read(scope, [alias])
         leaves.append(leaf)
         widths.append(leaf.width(read).value if not leaf.rows.is_absent else None)
     absent = [a for a, leaf in zip(graph.aliases, leaves) if leaf.rows.is_absent]

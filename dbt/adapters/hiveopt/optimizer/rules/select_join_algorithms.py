@@ -12,16 +12,13 @@ from sqlglot.optimizer.scope import Scope
 
 from dbt.adapters.hiveopt.optimizer.blocks import join_blocks
 from dbt.adapters.hiveopt.optimizer.config import OptimizerConfig
+from dbt.adapters.hiveopt.optimizer.cost_model import columns_read
 from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, Skip
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.human import human_bytes
 from dbt.adapters.hiveopt.optimizer.spark_sizes import UNKNOWN
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate
 from dbt.adapters.hiveopt.optimizer.syntax import conjuncts, equi_pair, nested_join, relation_label, source_alias
-
-
-def _columns_read(scope: Scope, alias: str) -> set[str]:
-    return {c.name.lower() for c in scope.columns if c.table == alias}
 
 
 def _add_hints(select: exp.Select, hints: list[exp.JoinHint]) -> None:
@@ -143,7 +140,7 @@ def _build_side(
         return Skip(f"{side} OUTER join to {relation_label(scope, alias)}: no side can be built on")
     best = None
     for name, build, probe in candidates:
-        build_bytes = build.bytes(f"{name}.{c}" for c in _columns_read(scope, name))
+        build_bytes = build.bytes(columns_read(scope, [name], qualified=True))
         probe_bytes = probe.rows * probe.width() if not probe.rows.is_absent else Estimate.absent()
         if build_bytes.is_absent:
             log.skipped(
