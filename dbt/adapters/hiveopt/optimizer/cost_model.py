@@ -171,8 +171,8 @@ def columns_read(scope: Scope, aliases: Collection[str], qualified: bool = False
 
 def table_read_bytes(estimator: Estimator, scope: Scope, alias: str, table: exp.Table) -> Estimate:
     """The bytes of the columns the block reads of `table` (FROM item `alias`), before its
-    filters: what a scan of it reads, whatever the rest of the plan. Times SCAN_BYTE_COST, the
-    cost of reading them."""
+    filters: what a scan of it reads, whatever the rest of the plan (times SCAN_BYTE_COST, what
+    reading them costs)."""
     return estimator.table(table).bytes(columns_read(scope, [alias]))
 
 
