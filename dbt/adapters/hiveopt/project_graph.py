@@ -11,7 +11,11 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from dbt.adapters.hiveopt.optimizer.single_relation import reads_one_relation
+from sqlglot.errors import SqlglotError
+from sqlglot.tokens import TokenType
+
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
+from dbt.adapters.hiveopt.optimizer.single_relation import AFTER_FROM, reads_one_relation
 
 # Nodes that read a model through ref() and are built from it (tests only read, and cheaply).
 _READERS = ("model", "snapshot")
@@ -120,6 +124,118 @@ _THROUGH = ("view", "ephemeral")
 _JINJA = re.compile(r"\{#.*?#\}|\{%.*?%\}", re.S)
 _JINJA_VALUE = re.compile(r"\{\{.*?\}\}", re.S)
 _CONFIG = re.compile(r"\{\{\s*config\s*\(.*?\}\}", re.S)
+
+
+# The unique_id given to a table a model names in its code and dbt's graph does not know.
+NAMED_IN_CODE = "source.hiveopt.named_in_code"
+_NAME_PART = (TokenType.VAR, TokenType.IDENTIFIER)
+
+
+def tables_named(sql: str) -> set[str]:
+    """The tables a query names as `db.table` (or `catalog.db.table`) after FROM, JOIN or a comma
+    of a FROM clause, read from its tokens: what a model that names its tables rather than
+    ref() or source() them reads. One-part names (CTEs, the current database's tables) and the
+    FROM of a function (EXTRACT(YEAR FROM o.d)) are left out.
+
+    >>> sorted(tables_named("with c as (select * from db.a) select * from c join db.B b on c.k = b.k, "
+    ...                     "spark_catalog.db.c where extract(year from c.d) > 1 and c.k in (select k from db.d)"))
+    ['db.a', 'db.b', 'db.c', 'db.d']
+    """
+    try:
+        tokens = DIALECT().tokenize(sql)
+    except (SqlglotError, ValueError):
+        return set()
+    named: set[str] = set()
+    depth = 0
+    selects: set[int] = set()  # the depths where a SELECT has started (a FROM there is a query's)
+    froms: set[int] = set()  # the depths where a FROM clause is open (a derived table opens another)
+    expect = False  # the next tokens name a relation
+    i = 0
+    while i < len(tokens):
+        kind = tokens[i].token_type
+        if expect and kind in _NAME_PART:
+            parts = [tokens[i].text]
+            while (
+                i + 2 < len(tokens)
+                and tokens[i + 1].token_type == TokenType.DOT
+                and tokens[i + 2].token_type in _NAME_PART
+            ):
+                parts.append(tokens[i + 2].text)
+                i += 2
+            if len(parts) >= 2:
+                named.add(".".join(parts[-2:]).lower())
+            expect = False
+            i += 1
+            continue
+        expect = False
+        if kind == TokenType.SELECT:
+            selects.add(depth)
+            froms.discard(depth)
+        elif kind == TokenType.L_PAREN:
+            depth += 1
+        elif kind == TokenType.R_PAREN:
+            selects.discard(depth)
+            froms.discard(depth)
+            depth -= 1
+        elif kind == TokenType.FROM and depth in selects:
+            froms.add(depth)
+            expect = True
+        elif kind == TokenType.JOIN or (kind == TokenType.COMMA and depth in froms):
+            expect = True
+        elif kind in _AFTER_FROM_CLAUSE:
+            froms.discard(depth)
+        i += 1
+    return named
+
+
+# Clauses that end a FROM clause (a comma after them is not a join), and the set operations.
+_AFTER_FROM_CLAUSE = AFTER_FROM | {TokenType.UNION, TokenType.INTERSECT, TokenType.EXCEPT}
+
+
+def with_tables_named_in_code(graph: dict[str, Any]) -> dict[str, Any]:
+    """dbt's graph with the tables models and snapshots name in their code (`db.table`, not
+    through ref() or source(): tables_named) added to what they depend on: the node of that
+    name where the graph has one, else a source of its own (NAMED_IN_CODE). Every reading of the
+    graph (the columns a first pass reads, key columns, the tables of the first pass, input
+    sizes) then sees them as it sees sources. A model that names its tables had every number and
+    date column of them detailed with a histogram, each table in a pass of its own: on TPC-DS SF 1
+    (99 models, threads 1) statistics were 15% of the first build against 8.5% with source().
+    The graph given is not changed.
+
+    >>> graph = {"nodes": {"model.p.m": {"resource_type": "model", "raw_code": "select * from s.t join a.x on k = j",
+    ...                                  "depends_on": {"nodes": []}},
+    ...                    "model.p.x": {"resource_type": "model", "schema": "a", "name": "x"}}}
+    >>> g = with_tables_named_in_code(graph)
+    >>> g["nodes"]["model.p.m"]["depends_on"]["nodes"], relation_name(g["sources"][NAMED_IN_CODE + ".s.t"])
+    (['model.p.x', 'source.hiveopt.named_in_code.s.t'], 's.t')
+    >>> graph["nodes"]["model.p.m"]["depends_on"]["nodes"]
+    []
+    """
+    nodes = {**(graph.get("sources") or {}), **(graph.get("nodes") or {})}
+    known = {name: uid for uid, node in nodes.items() if (name := relation_name(node))}
+    added_nodes: dict[str, Any] = {}
+    added_sources: dict[str, Any] = {}
+    for unique_id, node in (graph.get("nodes") or {}).items():
+        if node.get("resource_type") not in _READERS or not node.get("raw_code"):
+            continue
+        parents = list((node.get("depends_on") or {}).get("nodes") or [])
+        for name in sorted(tables_named(sql_of_code(str(node["raw_code"])))):
+            parent = known.get(name)
+            if parent is None:
+                schema, table = name.split(".", 1)
+                parent = f"{NAMED_IN_CODE}.{name}"
+                added_sources[parent] = {"resource_type": "source", "schema": schema, "identifier": table}
+            if parent not in parents and parent != unique_id:
+                parents.append(parent)
+        if len(parents) > len((node.get("depends_on") or {}).get("nodes") or []):
+            added_nodes[unique_id] = {**node, "depends_on": {**(node.get("depends_on") or {}), "nodes": parents}}
+    if not added_nodes:
+        return graph
+    return {
+        **graph,
+        "sources": {**(graph.get("sources") or {}), **added_sources},
+        "nodes": {**(graph.get("nodes") or {}), **added_nodes},
+    }
 
 
 def sql_of_code(raw_code: str) -> str:

@@ -32,7 +32,7 @@ from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 # Tokens that may bring a second relation into a single SELECT.
 _SECOND_RELATION = {TokenType.JOIN, TokenType.LATERAL, TokenType.APPLY, TokenType.CROSS, TokenType.NATURAL}
 # Clauses that end a FROM clause (commas after them are not joins).
-_AFTER_FROM = {
+AFTER_FROM = {
     TokenType.WHERE,
     TokenType.GROUP_BY,
     TokenType.HAVING,
@@ -74,6 +74,6 @@ def reads_one_relation(sql: str) -> bool:
         elif from_depth is not None and depth == from_depth:
             if kind == TokenType.COMMA:
                 return False
-            if kind in _AFTER_FROM:
+            if kind in AFTER_FROM:
                 from_depth = None
     return selects == 1
