@@ -76,6 +76,8 @@ SEED_ROWS_HELD = "counted from the rows dbt loaded when a model first reads them
 
 # How long a save behind the build waits for other builds' statistics to share it.
 SAVE_BEHIND_AFTER_SECONDS = 1.0
+# How long a save behind the build waits to learn whether a first statistics pass is to come.
+FIRST_PASS_WAIT_SECONDS = 10.0
 
 _FETCHING = ("select", "describe", "show", "with", "values", "(")
 
@@ -570,7 +572,32 @@ class HiveoptAdapter(SparkAdapter):
 
     def _save_soon(self) -> None:
         self._save_now.wait(SAVE_BEHIND_AFTER_SECONDS)
+        self._after_first_pass()
         self.statistics.flush()
+
+    def _after_first_pass(self) -> None:
+        """In a run or build, wait (until the invocation ends at the latest) for its first
+        statistics pass, if one is to come: every model that needs statistics waits for that
+        pass, and a save (a write job) beside it took cores from it: in the example project's
+        first build (SF 0.1) the seeds' save ran beside the pass, whose row count took 0.77 s and
+        aggregate 2.62 s; saved after it, 0.50 s and 2.19 s (one build each). The save then also
+        stores the pass's statistics (one write job, not two). Before any model has reached the
+        adapter (seeds load first) it is not known whether a pass will come: it waits at most
+        FIRST_PASS_WAIT_SECONDS for that."""
+        try:
+            from dbt.flags import get_flags
+
+            if getattr(get_flags(), "WHICH", None) not in ("run", "build"):
+                return
+        except Exception:  # not known: save now
+            return
+        unknown_until = time.perf_counter() + FIRST_PASS_WAIT_SECONDS
+        while True:
+            to_come = self.inputs.first_pass_to_come()
+            if to_come is False or (to_come is None and time.perf_counter() > unknown_until):
+                return
+            if self._save_now.wait(0.1):
+                return
 
     def _read_store_ahead(self) -> None:
         """Read the statistics store on a thread of its own, once per invocation (unless the

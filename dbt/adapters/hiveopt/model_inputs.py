@@ -112,6 +112,7 @@ class InputGatherer:
         self._unbuilt_views: list[str] = []
         self._first_lock = threading.Lock()
         self._first_done = False
+        self._first_over = threading.Event()  # the first pass has run, or there is none to run
 
     def read_project(self, graph: dict[str, Any] | None, selected: list[str] | None = None) -> None:
         """dbt's graph, once per invocation: the column names the project's models use of each
@@ -165,12 +166,15 @@ class InputGatherer:
                 return
             self._first_done = True
             if not self._first_tables:
+                self._first_over.set()
                 return
             try:
                 gathered, seconds = self.statistics.gather_many(self._first_tables)
             except Exception as error:  # each model gathers what it reads, one table at a time
                 self.debug(f"hiveopt: the invocation's first statistics pass failed ({first_line(error)})")
                 return
+            finally:
+                self._first_over.set()
             if gathered:
                 gathering[FIRST_PASS] = {
                     "state": f"one pass over the {len(gathered)} tables the selected models read that lacked "
@@ -178,6 +182,14 @@ class InputGatherer:
                     "seconds": round(seconds, 3),
                     "tables": sorted(gathered),
                 }
+
+    def first_pass_to_come(self) -> bool | None:
+        """Whether the invocation's first statistics pass is still to run or running (None: not
+        known yet, no model has reached the adapter)."""
+        with self._project_lock:
+            if not self._selection_read:
+                return None
+        return bool(self._first_tables) and not self._first_over.is_set()
 
     def forget(self, name: str) -> None:
         """The invocation is about to build `name`: what the catalog said of it no longer holds."""

@@ -1,0 +1,62 @@
+"""Whether the invocation's first statistics pass is still to come (InputGatherer.first_pass_to_come):
+a save behind the build waits for it rather than take the cores from it."""
+
+import threading
+
+from dbt.adapters.hiveopt.model_inputs import InputGatherer
+
+GRAPH = {
+    "sources": {"source.p.s.orders": {"resource_type": "source", "schema": "s", "identifier": "orders"}},
+    "nodes": {
+        "model.p.mart": {
+            "resource_type": "model",
+            "schema": "a",
+            "name": "mart",
+            "config": {"materialized": "table"},
+            "raw_code": "select * from {{ source('s', 'orders') }} o join {{ source('s', 'orders') }} p on o.k = p.k",
+            "depends_on": {"nodes": ["source.p.s.orders"]},
+        },
+        "model.p.flat": {
+            "resource_type": "model",
+            "schema": "a",
+            "name": "flat",
+            "config": {"materialized": "table"},
+            "raw_code": "select k from {{ source('s', 'orders') }}",
+            "depends_on": {"nodes": ["source.p.s.orders"]},
+        },
+    },
+}
+
+
+class PassThatWaits:
+    """A statistics service whose batched pass runs until `release` is set."""
+
+    def __init__(self):
+        self.started, self.release = threading.Event(), threading.Event()
+        self.project_words, self.seed_files, self.project_keys_from = {}, {}, None
+
+    def gather_many(self, names):
+        self.started.set()
+        self.release.wait(10)
+        return {}, 0.0
+
+
+def test_to_come_until_the_pass_has_run():
+    service = PassThatWaits()
+    inputs = InputGatherer(service)
+    assert inputs.first_pass_to_come() is None  # no model has reached the adapter yet
+    inputs.read_project(GRAPH, ["model.p.mart"])
+    assert inputs.first_pass_to_come() is True
+    running = threading.Thread(target=inputs._first_pass, args=({},))
+    running.start()
+    assert service.started.wait(10)
+    assert inputs.first_pass_to_come() is True  # running
+    service.release.set()
+    running.join(10)
+    assert inputs.first_pass_to_come() is False
+
+
+def test_none_to_come_where_no_selected_model_may_use_statistics():
+    inputs = InputGatherer(PassThatWaits())
+    inputs.read_project(GRAPH, ["model.p.flat"])
+    assert inputs.first_pass_to_come() is False
