@@ -244,6 +244,16 @@ def test_a_single_table_view_costs_nothing(spark, views_project):
         f"through its definition over {SOURCE_DB}.orders, analyzed now"
     )
     assert events.matching(f"hiveopt: analyzed {SOURCE_DB}.orders: 60000 rows")
+    # Every column read; detail (heavy hitters) for what the project's models use as keys, as a
+    # build's first pass gives: the mart joins on o_customer, through the view; o_amount is summed.
+    (latest,) = spark.sql(
+        f"SELECT payload FROM vws_stats.table_statistics WHERE table_name = '{SOURCE_DB}.orders' "
+        "ORDER BY saved_at DESC LIMIT 1"
+    ).collect()
+    columns = json.loads(latest.payload)["columns"]
+    assert sorted(columns) == ["o_amount", "o_customer", "o_id"]
+    assert columns["o_customer"]["heavy_hitters"] is not None
+    assert columns["o_amount"].get("heavy_hitters") is None and columns["o_id"].get("heavy_hitters") is None
 
 
 def test_an_empty_build_gathers_nothing(spark, views_project):

@@ -648,9 +648,11 @@ class HiveoptAdapter(SparkAdapter):
         return not self._save_now.is_set()
 
     @available
-    def hiveopt_analyze(self, relations: list[str]) -> list[str]:
+    def hiveopt_analyze(self, relations: list[str], graph: dict[str, Any] | None = None) -> list[str]:
         """Gather statistics now for `db.table` names (a view: the tables it reads); one summary
-        line per table."""
+        line per table. `graph`: dbt's, whose models say which columns of a table they use as
+        keys: those are detailed, as in a build's first pass (without it, every number and date)."""
+        self.inputs.read_project(self._project_graph(graph))
         lines = self.inputs.analyze(relations)
         self.statistics.flush()  # a run-operation ends without cleanup_connections
         return lines

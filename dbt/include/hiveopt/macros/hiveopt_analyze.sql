@@ -17,7 +17,7 @@
     {%- if names | length == 0 -%}
       {{ exceptions.raise_compiler_error("hiveopt_analyze: name relations, models or sources to analyze") }}
     {%- endif -%}
-    {%- for line in adapter.hiveopt_analyze(names) -%}
+    {%- for line in adapter.hiveopt_analyze(names, graph) -%}
       {{ log(line, info=True) }}
     {%- endfor -%}
   {%- endif -%}
