@@ -107,3 +107,9 @@ def test_the_graph_given_is_not_changed_and_a_graph_without_named_tables_is_retu
     assert given == _graph()
     plain = {"nodes": {"model.p.m": {"resource_type": "model", "raw_code": "select 1 as x from {{ ref('y') }}"}}}
     assert with_tables_named_in_code(plain) is plain
+
+
+def test_a_python_model_names_no_table():
+    code = 'def model(dbt, session):\n    return session.sql("select * from db.t").join(dbt.ref("x"), "k")\n'
+    graph = {"nodes": {"model.p.py": {"resource_type": "model", "language": "python", "raw_code": code}}}
+    assert with_tables_named_in_code(graph) is graph

@@ -216,7 +216,7 @@ def with_tables_named_in_code(graph: dict[str, Any]) -> dict[str, Any]:
     added_nodes: dict[str, Any] = {}
     added_sources: dict[str, Any] = {}
     for unique_id, node in (graph.get("nodes") or {}).items():
-        if node.get("resource_type") not in _READERS or not node.get("raw_code"):
+        if node.get("resource_type") not in _READERS or not node.get("raw_code") or node.get("language") == "python":
             continue
         parents = list((node.get("depends_on") or {}).get("nodes") or [])
         for name in sorted(tables_named(sql_of_code(str(node["raw_code"])))):
