@@ -5,25 +5,26 @@ import threading
 
 from dbt.adapters.hiveopt.model_inputs import InputGatherer
 
+
+def _table_model(name, code):
+    """A table model of the graph over source s.orders."""
+    return {
+        "resource_type": "model",
+        "schema": "a",
+        "name": name,
+        "config": {"materialized": "table"},
+        "raw_code": code,
+        "depends_on": {"nodes": ["source.p.s.orders"]},
+    }
+
+
 GRAPH = {
     "sources": {"source.p.s.orders": {"resource_type": "source", "schema": "s", "identifier": "orders"}},
     "nodes": {
-        "model.p.mart": {
-            "resource_type": "model",
-            "schema": "a",
-            "name": "mart",
-            "config": {"materialized": "table"},
-            "raw_code": "select * from {{ source('s', 'orders') }} o join {{ source('s', 'orders') }} p on o.k = p.k",
-            "depends_on": {"nodes": ["source.p.s.orders"]},
-        },
-        "model.p.flat": {
-            "resource_type": "model",
-            "schema": "a",
-            "name": "flat",
-            "config": {"materialized": "table"},
-            "raw_code": "select k from {{ source('s', 'orders') }}",
-            "depends_on": {"nodes": ["source.p.s.orders"]},
-        },
+        "model.p.mart": _table_model(
+            "mart", "select * from {{ source('s', 'orders') }} o join {{ source('s', 'orders') }} p on o.k = p.k"
+        ),
+        "model.p.flat": _table_model("flat", "select k from {{ source('s', 'orders') }}"),
     },
 }
 

@@ -584,12 +584,7 @@ class HiveoptAdapter(SparkAdapter):
         stores the pass's statistics (one write job, not two). Before any model has reached the
         adapter (seeds load first) it is not known whether a pass will come: it waits at most
         FIRST_PASS_WAIT_SECONDS for that."""
-        try:
-            from dbt.flags import get_flags
-
-            if getattr(get_flags(), "WHICH", None) not in ("run", "build"):
-                return
-        except Exception:  # not known: save now
+        if not _builds_models():
             return
         unknown_until = time.perf_counter() + FIRST_PASS_WAIT_SECONDS
         while True:
@@ -628,11 +623,9 @@ class HiveoptAdapter(SparkAdapter):
         `test`, `seed` and the rest read nothing; neither does a project whose models no rule
         could touch."""
         super().set_relations_cache(relation_configs, clear=clear, required_schemas=required_schemas)
+        if not _builds_models():
+            return
         try:
-            from dbt.flags import get_flags
-
-            if getattr(get_flags(), "WHICH", None) not in ("run", "build"):
-                return
             graph = self._project_graph(getattr(self.get_macro_resolver(), "flat_graph", None))
             if not graph or not OptimizerConfig.from_dicts(self._optimizer_block(session=False)).enabled:
                 return
@@ -656,6 +649,17 @@ class HiveoptAdapter(SparkAdapter):
         lines = self.inputs.analyze(relations)
         self.statistics.flush()  # a run-operation ends without cleanup_connections
         return lines
+
+
+def _builds_models() -> bool:
+    """Whether this invocation is `dbt run` or `dbt build` (compile, test, seed and the rest
+    build no model through the optimizer)."""
+    try:
+        from dbt.flags import get_flags
+
+        return getattr(get_flags(), "WHICH", None) in ("run", "build")
+    except Exception:  # no flags (a library call): not known, so nothing is read or waited for
+        return False
 
 
 def _empty_build() -> bool:
