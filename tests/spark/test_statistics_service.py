@@ -503,3 +503,34 @@ def test_show_table_extended_says_what_describe_says(spark):
             one.view_db,
         ), name
     assert len(statements) == 1  # every one answered by the one statement
+
+
+def test_describe_all_skips_what_show_table_extended_did_not_list(spark):
+    """A relation the database's SHOW TABLE EXTENDED does not list is not in the catalog: the
+    read-ahead's describe_all leaves it out with no failing DESCRIBE of its own; a database the
+    SHOW cannot read leaves its relations to one DESCRIBE each."""
+    spark.sql("CREATE DATABASE IF NOT EXISTS stx_absent")
+    spark.sql("DROP TABLE IF EXISTS stx_absent.here")
+    spark.sql("CREATE TABLE stx_absent.here USING parquet AS SELECT id FROM range(3)")
+    spark.sql("ANALYZE TABLE stx_absent.here COMPUTE STATISTICS NOSCAN")
+    statements = []
+
+    def execute(sql):
+        statements.append(sql)
+        return [tuple(r) for r in spark.sql(sql).collect()]
+
+    s = StatisticsService(execute, stats_schema="hiveopt_test_absent")
+    infos = s.describe_all(["stx_absent.here", "stx_absent.gone", "stx_absent.never", "no_such_db.a", "no_such_db.b"])
+    assert sorted(infos) == ["stx_absent.here"]
+    assert [q for q in statements if "stx_absent" in q] == ["SHOW TABLE EXTENDED IN stx_absent LIKE 'gone|here|never'"]
+    # The database that does not exist: its SHOW failed, so each relation got its DESCRIBE.
+    assert [q for q in statements if q.startswith("DESCRIBE")] == [
+        "DESCRIBE TABLE EXTENDED no_such_db.a",
+        "DESCRIBE TABLE EXTENDED no_such_db.b",
+    ]
+    # Nothing about the absent ones is kept: once created, describe() finds them.
+    spark.sql("CREATE TABLE stx_absent.gone USING parquet AS SELECT id FROM range(2)")
+    try:
+        assert "id" in s.describe("stx_absent.gone").columns
+    finally:
+        spark.sql("DROP TABLE IF EXISTS stx_absent.gone")

@@ -632,7 +632,10 @@ class HiveoptAdapter(SparkAdapter):
         except Exception as error:  # the models read what they need themselves
             logger.debug(f"hiveopt: nothing read ahead ({first_line(error)})")
             return
-        self._read_ahead(lambda: self.inputs.prefetch(graph, self._nodes_started), "sources not described ahead")
+        selected = _selected_resources()
+        self._read_ahead(
+            lambda: self.inputs.prefetch(graph, self._nodes_started, selected), "sources not described ahead"
+        )
 
     def _nodes_started(self) -> bool:
         """Wait until dbt starts the invocation's first node (its on-run-start hooks are done):
@@ -660,6 +663,18 @@ def _builds_models() -> bool:
         return getattr(get_flags(), "WHICH", None) in ("run", "build")
     except Exception:  # no flags (a library call): not known, so nothing is read or waited for
         return False
+
+
+def _selected_resources() -> list[str] | None:
+    """The nodes this invocation runs, as dbt's `selected_resources` has them (dbt sets them when
+    it builds its queue, before it fills the relation cache); None where dbt has not."""
+    try:
+        from dbt import selected_resources
+
+        chosen = list(selected_resources.SELECTED_RESOURCES)
+    except Exception:  # another dbt layout: the sources of every model, as without a selection
+        return None
+    return [str(unique_id) for unique_id in chosen] or None
 
 
 def _empty_build() -> bool:
