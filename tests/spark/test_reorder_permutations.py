@@ -4,6 +4,7 @@ with NULL keys and duplicate keys in the data, and predicates written in ON or i
 
 import itertools
 import random
+import re
 from collections import Counter
 
 import pytest
@@ -105,3 +106,35 @@ def test_outer_joins_inside_the_order_keep_their_meaning(graph_tables, seed):
             result = optimize(sql, OptimizerContext(schema=schema, statistics=stats))
             assert result.fallback_reason is None, (sql, result.fallback_reason)
             assert Counter(rows_of(spark, result.sql)) == Counter(rows_of(spark, sql)), (sql, result.sql)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_written_order_is_costed_as_spark_runs_it(graph_tables, seed):
+    """reorder_joins weighs its best order against the written one as Spark's ReorderJoin runs it
+    (the next relation a condition connects, not a cross product): the order of the tables in
+    Spark's optimized plan, for every permutation, comma-joined or written with ON."""
+    spark, schema, stats = graph_tables
+    edges, filters = random_graph(seed)
+    differs = hinted = 0
+    for i, order in enumerate(itertools.permutations(range(TABLES))):
+        sql = written(order, edges, filters, in_on=i % 2 == 0)
+        result = optimize(sql, OptimizerContext(schema=schema, statistics=stats))
+        decisions = [d for r in result.rules if r.rule == "reorder_joins" for d in r.decisions]
+        (decision,) = [d for d in decisions if "written_tree" in d.details]
+        ours = re.findall(r"t\d", decision.details["written_tree"])
+        plan = spark.sql(sql)._jdf.queryExecution().optimizedPlan().toString()
+        theirs = re.findall(r"Relation spark_catalog\.pg\.(t\d)\b", plan)
+        assert ours == theirs, (sql, decision.details["written_tree"], plan)
+        differs += ours != [f"t{t}" for t in order]
+        # Whatever the rules wrote (a new order, hints), Spark's plan of it has no cross product
+        # where Spark's plan of the written query has none: a hint stops Spark's ReorderJoin.
+        rewritten = spark.sql(result.sql)._jdf.queryExecution().optimizedPlan().toString()
+        assert _cross_joins(rewritten) <= _cross_joins(plan), (sql, result.sql, rewritten)
+        hinted += "/*+" in result.sql
+    assert differs > 0  # some written orders are not the order Spark runs
+    assert hinted > 0  # and some got hints
+
+
+def _cross_joins(plan: str) -> int:
+    """Joins without a condition in a plan's text: `Join Cross`, or `Join Inner` with nothing after."""
+    return len(re.findall(r"Join (?:Cross|Inner)(?:, (?:left|right)Hint=[^\n]*)?\s*$", plan, flags=re.M))

@@ -148,10 +148,27 @@ class _Planner:
         )
 
     def written(self) -> Plan:
+        """The written order as Spark runs it: its ReorderJoin (no CBO) joins, to what is joined so
+        far, the first relation of the rest (in written order) that a condition connects to it,
+        and the next one only when none does (a cross join). TPC-H Q8 lists part, supplier,
+        lineitem, ...: Spark joins part, lineitem, supplier, ... (EXPLAIN). Costed literally, the
+        part x supplier cross product put the written order at 1.57e9 against 6.89e7 for the
+        reorder, a 23x estimated gain where Spark measured 0.9-1.0x."""
         plan = self.leaf(0)
-        for i in range(1, len(self.graph.aliases)):
-            plan = self.join(plan, self.leaf(i))
+        rest = list(range(1, len(self.graph.aliases)))
+        while rest:
+            pick = next((i for i in rest if self._connects(plan.relations, i)), rest[0])
+            rest.remove(pick)
+            plan = self.join(plan, self.leaf(pick))
         return plan
+
+    def _connects(self, joined: int, i: int) -> bool:
+        """Whether a join condition reads both `joined` (a set of relations) and relation `i`."""
+        one = 1 << i
+        if self.adj[i] & joined:
+            return True
+        union = joined | one
+        return any(mask & union == mask and mask & joined != mask and mask != one for mask in self.complex_masks)
 
     def describe(self, plan: Plan) -> str:
         if plan.is_leaf:

@@ -18,7 +18,14 @@ from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.human import human_bytes
 from dbt.adapters.hiveopt.optimizer.spark_sizes import UNKNOWN
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate
-from dbt.adapters.hiveopt.optimizer.syntax import conjuncts, equi_pair, nested_join, relation_label, source_alias
+from dbt.adapters.hiveopt.optimizer.syntax import (
+    aliases_of,
+    conjuncts,
+    equi_pair,
+    nested_join,
+    relation_label,
+    source_alias,
+)
 
 
 def _add_hints(select: exp.Select, hints: list[exp.JoinHint]) -> None:
@@ -47,7 +54,8 @@ def select_join_algorithms(
     'SELECT /*+ BROADCAST(d) */ f.v AS v, d.c AS c FROM db.f AS f JOIN db.d AS d ON f.k = d.k'
     """
     for scope, select, label in join_blocks(expression, log):
-        hints = _choose(scope, select.args["from_"].this, select.args["joins"], estimator, config, log, label)
+        first, joins = select.args["from_"].this, select.args["joins"]
+        hints = _choose(scope, first, joins, estimator, config, log, label, select.args.get("where"))
         if hints:
             _add_hints(select, hints)
     return expression
@@ -72,14 +80,17 @@ def _choose(
     config: OptimizerConfig,
     log: DecisionLog,
     label: str,
+    where: exp.Expression | None = None,
 ) -> list[exp.JoinHint]:
-    """Hints for one chain of joins (the block's, or a nested `(a JOIN b ...)` of it)."""
+    """Hints for one chain of joins (the block's, or a nested `(a JOIN b ...)` of it; `where`:
+    the block's WHERE, for the block's chain)."""
     hints: list[exp.JoinHint] = []
     # Nested joins (bushy trees) are chains of their own, in the same query block.
     for node in [first_node, *(j.this for j in joins)]:
         nested = nested_join(node)
         if nested is not None:
             hints += _choose(scope, nested, nested.args["joins"], estimator, config, log, label)
+    crossed = _crossed_before(first_node, joins, where)
     steps = estimator.join_steps(scope, first_node, joins)
     first = first_node.alias_or_name if nested_join(first_node) is None else None
     spark = _SparkChoice(scope, estimator, first, config)
@@ -101,6 +112,11 @@ def _choose(
             precision=build.bytes.precision.name.lower(),
         )
         hint = _algorithm(build, i, config)
+        if not isinstance(hint, Skip) and crossed[i] is not None:
+            hint = Skip(
+                f"a {hint[0]} hint on {build.label} would keep the cross product of {crossed[i]} written before "
+                "it, which Spark joins away: its ReorderJoin does not reorder across a join that carries a hint"
+            )
         if not isinstance(hint, Skip) and spark_builds is not None:
             hint = _spark_broadcasts(build, spark_builds, spark, scope, hint[0])
         if isinstance(hint, Skip):
@@ -109,6 +125,52 @@ def _choose(
         hints.append(exp.JoinHint(this=hint[0], expressions=[exp.to_table(build.name)]))
         log.fired(hint[1], hint=hint[0], **details)
     return hints
+
+
+def _crossed_before(
+    first_node: exp.Expression, joins: list[exp.Join], where: exp.Expression | None
+) -> list[str | None]:
+    """For each join of a chain: None when the relations written before it are connected by
+    conditions among themselves (ON, or WHERE), else the first pair of them no condition links,
+    as `a x b`. Spark's ReorderJoin joins relations in the order conditions connect them, but
+    treats a join that carries a hint as one relation and reorders only below and above it: a
+    hint on a relation written after a cross product of others keeps that cross product (TPC-H
+    Q8 as written, `FROM part, supplier, lineitem, ...`: SHUFFLE_HASH(lineitem) left part x
+    supplier in Spark's plan, where without it Spark joins part, lineitem, supplier; EXPLAIN).
+
+    >>> import sqlglot
+    >>> q = sqlglot.parse_one("SELECT 1 FROM a, b, c, d WHERE c.k = a.k AND c.j = b.j AND d.i = c.i")
+    >>> _crossed_before(q.args["from_"].this, q.args["joins"], q.args.get("where"))
+    [None, 'a x b', None]
+    """
+    condition = where.this if isinstance(where, exp.Where) else where
+    predicates = [*conjuncts(condition), *(p for join in joins for p in conjuncts(join.args.get("on")))]
+    reads = [r for r in (aliases_of(p) for p in predicates) if len(r) > 1]
+    items = [_aliases(item) for item in [first_node, *(join.this for join in joins)]]
+    crossed: list[str | None] = []
+    for i in range(len(joins)):
+        written = items[: i + 1]
+        everything = set().union(*written)
+        # Grow the first relation's component by every condition that reads only what is written.
+        component = set(written[0])
+        grown = True
+        while grown:
+            grown = False
+            for r in reads:
+                if r <= everything and r & component and not r <= component:
+                    component |= r
+                    grown = True
+        outside = [own for own in written if not own <= component]
+        crossed.append(None if not outside else f"{sorted(written[0])[0]} x {sorted(outside[0])[0]}")
+    return crossed
+
+
+def _aliases(item: exp.Expression) -> set[str]:
+    """The aliases a FROM or JOIN item brings: one, or a nested join's all."""
+    nested = nested_join(item)
+    if nested is None:
+        return {item.alias_or_name}
+    return {nested.alias_or_name, *(j.this.alias_or_name for j in nested.args.get("joins") or [])}
 
 
 def _build_side(
