@@ -15,6 +15,17 @@ def service(spark, schema="hiveopt_test_stats"):
     return StatisticsService(lambda sql: [tuple(r) for r in spark.sql(sql).collect()], stats_schema=schema)
 
 
+def recording(spark):
+    """An `execute` for StatisticsService that runs on Spark and keeps every statement, in order."""
+    statements = []
+
+    def execute(sql):
+        statements.append(sql)
+        return [tuple(r) for r in spark.sql(sql).collect()]
+
+    return statements, execute
+
+
 @pytest.fixture(scope="module")
 def stats_table(spark):
     spark.sql("CREATE DATABASE IF NOT EXISTS st")
@@ -57,11 +68,7 @@ def _wide_table(spark, table, names):
                   SELECT id, concat('seg-', CAST(id % 5 AS STRING)) AS segment,
                          repeat('x', 200) AS comment, concat('n', CAST({names} AS STRING)) AS name
                   FROM range(5000)""")
-    statements = []
-
-    def execute(sql):
-        statements.append(sql)
-        return [tuple(r) for r in spark.sql(sql).collect()]
+    statements, execute = recording(spark)
 
     return execute, statements
 
@@ -169,11 +176,7 @@ def test_a_big_table_is_read_from_a_sample_and_scaled_up(spark):
     spark.sql("""CREATE TABLE st.big USING parquet AS
                  SELECT id, IF(id % 10 < 8, 1, id % 100) AS k, IF(id % 4 = 0, NULL, id % 1000) AS m
                  FROM range(400000)""")
-    statements = []
-
-    def execute(sql):
-        statements.append(sql)
-        return [tuple(r) for r in spark.sql(sql).collect()]
+    statements, execute = recording(spark)
 
     s = StatisticsService(
         execute,
@@ -204,11 +207,7 @@ def test_several_tables_are_gathered_in_one_job(spark, stats_table):
     spark.sql("CREATE OR REPLACE VIEW st.events_many_v AS SELECT * FROM st.events")
     spark.sql("DROP TABLE IF EXISTS st.small_many")
     spark.sql("CREATE TABLE st.small_many USING parquet AS SELECT id, id % 3 AS k FROM range(50)")
-    statements = []
-
-    def execute(sql):
-        statements.append(sql)
-        return [tuple(r) for r in spark.sql(sql).collect()]
+    statements, execute = recording(spark)
 
     schema = "hiveopt_test_batch"
     spark.sql(f"DROP DATABASE IF EXISTS {schema} CASCADE")
@@ -431,11 +430,7 @@ def test_a_seeds_rows_are_counted_when_first_read_or_when_saved(spark):
         spark.sql(f"DROP TABLE IF EXISTS {name}")
         spark.sql(f"CREATE TABLE {name} USING parquet AS SELECT id, id % 3 AS g FROM range(20)")
     rows = [tuple(r) for r in spark.sql("SELECT id, g FROM st.held_read").collect()]
-    statements = []
-
-    def execute(sql):
-        statements.append(sql)
-        return [tuple(r) for r in spark.sql(sql).collect()]
+    statements, execute = recording(spark)
 
     s = StatisticsService(execute, stats_schema="hiveopt_test_held", defer_saves=True)
     s.hold_rows("st.held_read", rows)
@@ -477,11 +472,7 @@ def test_show_table_extended_says_what_describe_says(spark):
     for table in ("plain", "parted", "bucketed"):
         spark.sql(f"ANALYZE TABLE stx.{table} COMPUTE STATISTICS NOSCAN")
     names = ["stx.plain", "stx.parted", "stx.bucketed", "stx.v"]
-    statements = []
-
-    def execute(sql):
-        statements.append(sql)
-        return [tuple(r) for r in spark.sql(sql).collect()]
+    statements, execute = recording(spark)
 
     s = StatisticsService(execute, stats_schema="hiveopt_test_show")
     s.describe_many(names)
@@ -513,11 +504,7 @@ def test_describe_all_skips_what_show_table_extended_did_not_list(spark):
     spark.sql("DROP TABLE IF EXISTS stx_absent.here")
     spark.sql("CREATE TABLE stx_absent.here USING parquet AS SELECT id FROM range(3)")
     spark.sql("ANALYZE TABLE stx_absent.here COMPUTE STATISTICS NOSCAN")
-    statements = []
-
-    def execute(sql):
-        statements.append(sql)
-        return [tuple(r) for r in spark.sql(sql).collect()]
+    statements, execute = recording(spark)
 
     s = StatisticsService(execute, stats_schema="hiveopt_test_absent")
     infos = s.describe_all(["stx_absent.here", "stx_absent.gone", "stx_absent.never", "no_such_db.a", "no_such_db.b"])
