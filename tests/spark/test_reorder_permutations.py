@@ -16,6 +16,10 @@ pytestmark = pytest.mark.spark
 
 TABLES = 4
 SEEDS = [11, 23, 37]
+# Graphs where some written orders are worth reordering (estimated 1.7x or more, MIN_ESTIMATED_GAIN):
+# on seeds 23 and 37 no order is (Spark's connected order is near the best), so the results test
+# runs two more graphs on which the reorder fires.
+REORDERED = [11, 7, 13]
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +81,7 @@ def written(order, edges, filters, in_on, outer_at=None):
     return sql + (" WHERE " + " AND ".join(where) if where else "")
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", sorted(set(SEEDS + REORDERED)))
 def test_every_written_order_keeps_its_results(graph_tables, seed):
     spark, schema, stats = graph_tables
     edges, filters = random_graph(seed)
@@ -92,7 +96,8 @@ def test_every_written_order_keeps_its_results(graph_tables, seed):
         expected = expected or original
         assert original == expected and sum(original.values()) > 0  # the permutations agree, on rows
         assert Counter(rows_of(spark, result.sql)) == original, (sql, result.sql)
-    assert fired > 0  # the statistics make some written orders worth reordering
+    if seed in REORDERED:
+        assert fired > 0  # the statistics make some written orders worth reordering
 
 
 @pytest.mark.parametrize("seed", SEEDS[:1])
