@@ -107,6 +107,20 @@ class CostModel:
         """Whether computing the input again costs enough more than the window to trade them."""
         return recompute.value >= window.value * MIN_RECOMPUTE_TO_WINDOW_RATIO
 
+    def broadcast_side(self, left: JoinInput, right: JoinInput) -> int | None:
+        """Which side an equi-join builds as a broadcast (0 left, 1 right): the smaller of those
+        buildable under the threshold; None when neither is.
+
+        >>> CostModel(broadcast_threshold_bytes=100).broadcast_side(JoinInput(1000, None), JoinInput(50, None))
+        1
+        """
+        builds = [
+            (side.bytes, i)
+            for i, side in enumerate((left, right))
+            if side.buildable and side.bytes <= self.broadcast_threshold_bytes
+        ]
+        return min(builds)[1] if builds else None
+
     def join_cost(
         self, left: JoinInput, right: JoinInput, keys: Sequence[tuple[str, str]], output_bytes: float
     ) -> tuple[float, str, frozenset[str] | None]:
@@ -115,11 +129,9 @@ class CostModel:
         if not keys:
             # No equi key: a nested-loop join; the smaller side is broadcast whatever its size.
             return min(left.bytes, right.bytes) * self.parallelism + output, "nested loop", None
-        builds = [
-            side.bytes for side in (left, right) if side.buildable and side.bytes <= self.broadcast_threshold_bytes
-        ]
-        if builds:
-            return min(builds) * self.parallelism + output, "broadcast", None
+        built = self.broadcast_side(left, right)
+        if built is not None:
+            return (left, right)[built].bytes * self.parallelism + output, "broadcast", None
         key_set = frozenset(k for pair in keys for k in pair)
         shuffle = sum(side.bytes + EXCHANGE_FIXED_BYTES for side in (left, right) if not _partitioned(side, key_set))
         return shuffle + output, "sort-merge", key_set

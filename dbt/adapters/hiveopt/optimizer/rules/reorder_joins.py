@@ -195,15 +195,10 @@ class _Planner:
             return plan.leaves()[0]
         if plan.info.algorithm != "broadcast":
             return None
-        left, right = self._input(plan.left), self._input(plan.right)
-        builds = [
-            (side.bytes, child, other)
-            for side, child, other in ((left, plan.left, plan.right), (right, plan.right, plan.left))
-            if side.buildable and side.bytes <= self.model.broadcast_threshold_bytes
-        ]
-        if not builds:
+        side = self.model.broadcast_side(self._input(plan.left), self._input(plan.right))
+        if side is None:
             return None
-        _, built, streamed = min(builds, key=lambda b: b[0])
+        built, streamed = (plan.left, plan.right) if side == 0 else (plan.right, plan.left)
         return self.probed_relation(streamed) if built.is_leaf else None
 
     def intermediates(self, plan: Plan) -> list[dict[str, object]]:
