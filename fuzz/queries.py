@@ -52,7 +52,7 @@ from fuzz.tables import DATABASE, HOT_TABLES, TABLES, FuzzData
 # A join block the generator writes is estimated at most this many rows (before filters).
 MAX_ROWS = 40_000
 SHAPES = {
-    "join": 19,
+    "join": 28,
     "joined_back": 16,
     "correlated": 16,
     "siblings": 6,

@@ -85,6 +85,15 @@ def test_profile_problems_are_an_error():
     assert validate_settings({"stats": {"schema": "x; drop"}})[1]
 
 
+def test_a_reorder_gain_under_one_is_refused():
+    """reorder_min_gain 1 writes any cheaper order; under 1 it would write a dearer one."""
+    assert OptimizerConfig.from_dicts({"reorder_min_gain": "1.2"}).reorder_min_gain == 1.2
+    assert OptimizerConfig.from_dicts(None, {"reorder_min_gain": 1}).reorder_min_gain == 1.0
+    for bad in (0.9, -1, "fast", float("nan")):
+        with pytest.raises(ConfigError, match="reorder_min_gain"):
+            OptimizerConfig.from_dicts({"reorder_min_gain": bad})
+
+
 def test_a_retired_rule_switch_is_accepted_and_ignored():
     """reuse_repeated_subqueries left the rule list (it rewrote nothing); profiles that name it pass."""
     assert validate_settings({"rules": {"reuse_repeated_subqueries": False}}) == ({"rules": {}}, [])

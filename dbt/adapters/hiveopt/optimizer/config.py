@@ -42,6 +42,10 @@ DEFAULT_PRUNE_FETCH_TIMEOUT_SECONDS = 20.0
 DEFAULT_VERIFY_TIMEOUT_SECONDS = 600.0
 # A big side under this size is read quickly anyway: not worth a fetch query.
 DEFAULT_PRUNE_MIN_BIG_BYTES = 64 * 1024 * 1024
+# A reorder runs only when its tree is estimated this many times cheaper than the written order:
+# the calibration sweep measured gains at about 0.6 of the estimated ones (docs/calibration.md).
+# Lower it to see more reorders (the differential fuzzer does), raise it where they measure less.
+DEFAULT_REORDER_MIN_GAIN = 1.7
 
 
 class ConfigError(ValueError):
@@ -70,6 +74,7 @@ class OptimizerConfig:
     prune_max_values: int = DEFAULT_PRUNE_MAX_VALUES
     prune_fetch_timeout_seconds: float = DEFAULT_PRUNE_FETCH_TIMEOUT_SECONDS
     prune_min_big_bytes: int = DEFAULT_PRUNE_MIN_BIG_BYTES
+    reorder_min_gain: float = DEFAULT_REORDER_MIN_GAIN
     # Fetch the small side's key values before a build (bounded in time, cancelled on Spark at
     # prune_fetch_timeout_seconds: session, Thrift and Connect connections). Off, the rule writes
     # semi-join filters where they win, as it does where a fetch failed or timed out.
@@ -184,6 +189,7 @@ _CHECKS: dict[str, Callable[[Any], Any]] = {
     "prune_fetch_timeout_seconds": _positive,
     "verify_timeout_seconds": _positive,
     "prune_min_big_bytes": _number(int, 0),
+    "reorder_min_gain": _number(float, 1.0),
 }
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dbt.adapters.hiveopt.optimizer.blocks import join_blocks
+from dbt.adapters.hiveopt.optimizer.config import DEFAULT_REORDER_MIN_GAIN, OptimizerConfig
 from dbt.adapters.hiveopt.optimizer.cost_model import (
     SCAN_BYTE_COST,
     CostModel,
@@ -32,13 +33,13 @@ from dbt.adapters.hiveopt.optimizer.syntax import aliases_of, conjuncts, relatio
 # 0.86-1.06x), and TPC-H Q7's at 9.95%.
 MIN_RELATIVE_GAIN = 0.10
 # And only when the best tree's estimated cost is at most 1/MIN_ESTIMATED_GAIN of the written
-# order's. The calibration sweep (bench/calibrate.py --parts reorder, docs/calibration.md) timed
-# each reorder of TPC-H SF 1 against the written order, both with select_join_algorithms' hints
-# (which the estimate assumes): the measured gain was 0.24-0.80 of the estimated one, median 0.59.
-# So an estimate must promise 1/0.59 = 1.7x for the median reorder to pay: those estimated at
-# 1.22x (Q9), 1.35x (Q21) and 1.66x (Q2 in a bad order) measured 0.98x, 1.03x and 0.94x; those
-# at 2.19-7.80x measured 1.30-2.43x.
-MIN_ESTIMATED_GAIN = 1.7
+# order's (the default of the `reorder_min_gain` setting). The calibration sweep (bench/calibrate.py
+# --parts reorder, docs/calibration.md) timed each reorder of TPC-H SF 1 against the written order,
+# both with select_join_algorithms' hints (which the estimate assumes): the measured gain was
+# 0.24-0.80 of the estimated one, median 0.59. So an estimate must promise 1/0.59 = 1.7x for the
+# median reorder to pay: those estimated at 1.22x (Q9), 1.35x (Q21) and 1.66x (Q2 in a bad order)
+# measured 0.98x, 1.03x and 0.94x; those at 2.19-7.80x measured 1.30-2.43x.
+MIN_ESTIMATED_GAIN = DEFAULT_REORDER_MIN_GAIN
 MIN_RELATIONS = 3
 # A bushy tree is written as nested joins `(a JOIN b ON ...)`, which Spark ran 20-25% slower than
 # the left-deep tree of equal estimated cost on TPC-H Q2, Q7 and Q8 (SF 1, measured here). So a
@@ -247,9 +248,11 @@ def reorder_joins(
     cost_model: CostModel,
     log: DecisionLog,
     bucketing: dict[str, list[str]] | None = None,
+    config: OptimizerConfig | None = None,
 ) -> exp.Expression:
     """Rewrite each block's leading run of inner joins in the order the cost model finds
-    cheapest, when it beats the written order by MIN_RELATIVE_GAIN. Details: docs/rules/reorder_joins.md.
+    cheapest, when it beats the written order by MIN_RELATIVE_GAIN and is estimated
+    `config.reorder_min_gain` (MIN_ESTIMATED_GAIN) times cheaper. Details: docs/rules/reorder_joins.md.
 
     >>> from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
     >>> from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
@@ -269,6 +272,7 @@ def reorder_joins(
     """
     # Blocks are visited innermost first and rewritten in place, so one estimator serves them all.
     model = cost_model
+    min_gain = config.reorder_min_gain if config is not None else MIN_ESTIMATED_GAIN
     for scope, select, label in join_blocks(expression, log):
         start: int | None = 0
         while start is not None:
@@ -278,7 +282,7 @@ def reorder_joins(
             joins = select.args.get("joins") or []
             end = graph.start + graph.run_length
             following = joins[end] if end < len(joins) else None
-            _reorder_run(scope, select, graph, estimator, model, bucketing or {}, log, label)
+            _reorder_run(scope, select, graph, estimator, model, bucketing or {}, log, label, min_gain)
             if following is None:
                 break
             # The run may now be shorter (nested joins): find the barrier again and go past it.
@@ -296,6 +300,7 @@ def _reorder_run(
     bucketing: dict[str, list[str]],
     log: DecisionLog,
     label: str,
+    min_gain: float = MIN_ESTIMATED_GAIN,
 ) -> None:
     if len(graph.aliases) < MIN_RELATIONS:
         return
@@ -345,10 +350,10 @@ def _reorder_run(
             **details,
         )
         return
-    if best.cost * MIN_ESTIMATED_GAIN > written.cost:
+    if best.cost * min_gain > written.cost:
         log.skipped(
             f"the best order found is estimated {written.cost / best.cost:.2f}x cheaper than the written one, "
-            f"under the {MIN_ESTIMATED_GAIN}x a reorder must promise (measured gains ran at about 0.6 of the "
+            f"under the {min_gain:g}x a reorder must promise (measured gains ran at about 0.6 of the "
             "estimated ones: docs/calibration.md)",
             **details,
         )
