@@ -4,12 +4,15 @@ relation takes in Spark's memory against the estimator's width, where a hint bea
 alone (AQE on), and the smallest estimated gain per decision kind below which the query is best run
 as written. docs/calibration.md keeps the last tables; re-run it when the cost model changes.
 
-    .venv/bin/python bench/calibrate.py [--parts joins,reorder,skew,window,exists,siblings] [--runs 3]
+    .venv/bin/python bench/calibrate.py [--parts joins,shuffle_hash,reorder,skew,window,exists,siblings] [--runs 3]
 
 Parts (each prints one table):
 - joins: a 4M-row fact joined to dimensions of 20k-1M rows, filtered to 1%, 10% or all of their
   rows, narrow or wide: Spark alone against BROADCAST, SHUFFLE_HASH and MERGE hints, and what
   select_join_algorithms chooses;
+- shuffle_hash: the 400k and 1M-row dimensions (too big to broadcast) against the fact filtered to
+  1/16..all of its rows: Spark alone against SHUFFLE_HASH, by how many times bigger the other side
+  is (rows, bytes over the columns read, bytes over all columns), and what the rule chose;
 - reorder: TPC-H SF 1 multi-join queries (as written and in a bad order): the written order against
   reorder_joins' order alone (no hints), with the estimated cost of each; and, where it fires,
   both orders again with select_join_algorithms' hints, which the estimate assumes (it prices a
@@ -234,6 +237,91 @@ def print_joins(rows: list[dict]) -> None:
             f"{r['dim_rows']:9,} {r['share']:4}% {r['width']:6} {r['build_rows']:10,} {_mb(r['estimated_bytes']):>7} "
             f"{_mb(r['memory_bytes']):>7} {'-' if ratio is None else f'{ratio:.2f}':>7} {r['none']:8.2f} "
             f"{r['BROADCAST']:6.2f} {r['SHUFFLE_HASH']:6.2f} {r['MERGE']:6.2f} | {r['hiveopt']:12} "
+            f"{r['none'] / r['hiveopt_s']:13.2f}"
+        )
+
+
+# -- shuffle-hash: the other side's size -----------------------------------------------------------
+PROBE_SHARES = (0.0625, 0.125, 0.25, 0.5, 1.0)  # of the fact's rows the probe side keeps
+
+
+def shuffle_hash(lab: Lab) -> list[dict]:
+    """Dimensions too big to broadcast (400k and 1M rows, all kept, narrow or wide) joined to the
+    fact filtered to 1/16..all of its rows (by `v`, a column the join does not read otherwise): Spark
+    alone against a SHUFFLE_HASH hint on the dimension, by how many times bigger the other side is,
+    counted three ways (rows; bytes over the columns the block reads; bytes over all the fact's
+    columns, as select_join_algorithms counts the other side), and what the rule chose."""
+    out = []
+    for n in DIM_ROWS[2:]:
+        for width, column in (("narrow", "s1"), ("wide", "s2")):
+            for share in PROBE_SHARES:
+                sql = (
+                    f"SELECT COUNT(*) AS n, SUM(f.v) AS v, MAX(d.{column}) AS s FROM {DB}.fact AS f "
+                    f"JOIN {DB}.dim_{n} AS d ON f.k = d.k WHERE f.v < {1000 * share:g}"
+                )
+                chosen, decisions = lab.optimized(sql, "select_join_algorithms")
+                detail = (decisions["all"] or [{}])[0]
+                build_bytes, probe_bytes = detail.get("build_bytes"), detail.get("probe_bytes")
+                probe_rows = round(FACT_ROWS * share)
+                row = {
+                    "dim_rows": n,
+                    "width": width,
+                    "probe_rows": probe_rows,
+                    "estimated_build_bytes": build_bytes,
+                    "estimated_probe_bytes": probe_bytes,
+                    "estimated_probe_read_bytes": None,
+                    "hiveopt": detail.get("hint") if detail.get("fired") else "none",
+                    "why": detail.get("reason", ""),
+                }
+                row["relation"] = detail.get("relation")
+                # The other side's bytes over the columns the block reads of it, as the build side is counted.
+                other = "d" if row["relation"] == "f" else "f"
+                reads = {"f": ("k", "v"), "d": ("k", column)}[other]
+                table = f"{DB}.fact" if other == "f" else f"{DB}.dim_{n}"
+                if probe_bytes:
+                    row["estimated_probe_read_bytes"] = probe_bytes * _width(lab, table, reads) / _width(lab, table)
+                expected = lab.rows(sql)
+                for variant, query in (
+                    ("none", sql),
+                    ("SHJ(d)", sql.replace("SELECT ", "SELECT /*+ SHUFFLE_HASH(d) */ ", 1)),
+                    ("SHJ(f)", sql.replace("SELECT ", "SELECT /*+ SHUFFLE_HASH(f) */ ", 1)),
+                ):
+                    assert lab.rows(query) == expected, (variant, sql)
+                    row[variant] = lab.seconds(query)
+                row["hiveopt_s"] = row["none"] if chosen == sql else lab.seconds(chosen)
+                out.append(row)
+                print(
+                    f"  {n:>9,} rows {width:6} against {probe_rows:>9,}: spark {row['none']:.2f} s, SHJ(d) "
+                    f"{row['SHJ(d)']:.2f} s, SHJ(f) {row['SHJ(f)']:.2f} s; hiveopt {row['hiveopt']}({row['relation']}) "
+                    f"{row['hiveopt_s']:.2f} s",
+                    flush=True,
+                )
+    return out
+
+
+def _width(lab: Lab, table: str, columns=None) -> float:
+    """A row's bytes over `columns` (all: None) from the table's statistics: the average width of
+    a string, 8 for a number; 8 bytes of row overhead, as the estimator counts."""
+    stats = lab.statistics.get(table)
+    names = columns or list(stats.columns)
+    return 8 + sum(stats.columns[c].avg_width.value if not stats.columns[c].avg_width.is_absent else 8 for c in names)
+
+
+def print_shuffle_hash(rows: list[dict]) -> None:
+    def ratio(a, b):
+        return f"{a / b:.2f}" if a and b else "-"
+
+    print(
+        f"\n{'dim rows':>9} {'width':6} {'probe rows':>10} {'rows x':>6} {'read x':>6} {'all x':>6} "
+        f"{'spark s':>8} {'SHJ(d)':>6} {'SHJ(f)':>6} | {'hiveopt':16} {'s':>5} {'spark/hiveopt':>13}"
+    )
+    for r in rows:
+        build = r["estimated_build_bytes"]
+        chosen = f"{r['hiveopt']}({r['relation']})" if r["hiveopt"] != "none" else "none"
+        print(
+            f"{r['dim_rows']:9,} {r['width']:6} {r['probe_rows']:10,} {r['probe_rows'] / r['dim_rows']:6.2f} "
+            f"{ratio(r['estimated_probe_read_bytes'], build):>6} {ratio(r['estimated_probe_bytes'], build):>6} "
+            f"{r['none']:8.2f} {r['SHJ(d)']:6.2f} {r['SHJ(f)']:6.2f} | {chosen:16} {r['hiveopt_s']:5.2f} "
             f"{r['none'] / r['hiveopt_s']:13.2f}"
         )
 
@@ -515,7 +603,7 @@ def print_siblings(rows: list[dict]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--parts", default="joins,reorder,skew,window,exists,siblings")
+    parser.add_argument("--parts", default="joins,shuffle_hash,reorder,skew,window,exists,siblings")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--scale", default="1", help="TPC-H scale of the reorder part")
     args = parser.parse_args()
@@ -528,6 +616,9 @@ def main() -> int:
     if "joins" in parts:
         print("joins: Spark alone against each join algorithm", flush=True)
         results["joins"] = joins(lab)
+    if "shuffle_hash" in parts:
+        print("shuffle_hash: Spark alone against SHUFFLE_HASH by the other side's size", flush=True)
+        results["shuffle_hash"] = shuffle_hash(lab)
     if "reorder" in parts:
         print("reorder: the written order against reorder_joins' order (no hints)", flush=True)
         results["reorder"] = reorder(lab, common["tpch_schema"])
@@ -545,6 +636,7 @@ def main() -> int:
         results["siblings"] = siblings(lab)
     printers = {
         "joins": print_joins,
+        "shuffle_hash": print_shuffle_hash,
         "reorder": print_reorder,
         "skew": print_skew,
         "window": print_window,
