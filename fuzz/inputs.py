@@ -330,7 +330,7 @@ def random_config(
     if rng.random() < 0.8:
         config["spark_broadcast_threshold_bytes"] = -1 if rng.random() < 0.8 else round(log_uniform(rng, 1, 1e9))
     # The reorder's calibrated gate (an estimate 1.7x cheaper) lets few random joins through, and a
-    # reorder refused is a reorder not compared on Spark: most cases lower it (drawn last, as above).
+    # reorder refused is a reorder not compared on Spark: a third of the cases lower it (drawn last).
     if rng.random() < 0.6:
         config["reorder_min_gain"] = rng.choice([1.0, 1.0, 1.2, 1.7, 3.0])
     # Split between the profile and the model's own config (the model wins where both set a key).
