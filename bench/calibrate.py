@@ -247,10 +247,10 @@ PROBE_SHARES = (0.0625, 0.125, 0.25, 0.5, 1.0)  # of the fact's rows the probe s
 
 def shuffle_hash(lab: Lab) -> list[dict]:
     """Dimensions too big to broadcast (400k and 1M rows, all kept, narrow or wide) joined to the
-    fact filtered to 1/16..all of its rows (by `v`, a column the join does not read otherwise): Spark
-    alone against a SHUFFLE_HASH hint on the dimension, by how many times bigger the other side is,
-    counted three ways (rows; bytes over the columns the block reads; bytes over all the fact's
-    columns, as select_join_algorithms counts the other side), and what the rule chose."""
+    fact filtered to 1/16..all of its rows (by `v`): Spark alone against a SHUFFLE_HASH hint on
+    either side and against the rule's choice, by how many times bigger than the side the rule
+    builds on the other side is, counted three ways (rows; bytes over the columns the block reads
+    of it; bytes over all its columns, as select_join_algorithms counts the other side)."""
     out = []
     for n in DIM_ROWS[2:]:
         for width, column in (("narrow", "s1"), ("wide", "s2")):
@@ -272,8 +272,8 @@ def shuffle_hash(lab: Lab) -> list[dict]:
                     "estimated_probe_read_bytes": None,
                     "hiveopt": detail.get("hint") if detail.get("fired") else "none",
                     "why": detail.get("reason", ""),
+                    "relation": detail.get("relation"),
                 }
-                row["relation"] = detail.get("relation")
                 # The other side's bytes over the columns the block reads of it, as the build side is counted.
                 other = "d" if row["relation"] == "f" else "f"
                 reads = {"f": ("k", "v"), "d": ("k", column)}[other]
