@@ -44,6 +44,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 
 from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, optimize  # noqa: E402
+from dbt.adapters.hiveopt.optimizer.relation_estimates import ROW_OVERHEAD_BYTES, column_width  # noqa: E402
 from dbt.adapters.hiveopt.statistics_service import StatisticsService  # noqa: E402
 
 DB = "calib"
@@ -300,11 +301,11 @@ def shuffle_hash(lab: Lab) -> list[dict]:
 
 
 def _width(lab: Lab, table: str, columns=None) -> float:
-    """A row's bytes over `columns` (all: None) from the table's statistics: the average width of
-    a string, 8 for a number; 8 bytes of row overhead, as the estimator counts."""
-    stats = lab.statistics.get(table)
-    names = columns or list(stats.columns)
-    return 8 + sum(stats.columns[c].avg_width.value if not stats.columns[c].avg_width.is_absent else 8 for c in names)
+    """A row's bytes over `columns` (all: None) as the estimator counts them (column_width, and
+    the row overhead), from the table's statistics and types."""
+    stats, types = lab.statistics.get(table), lab.schema[DB][table.split(".")[1]]
+    names = columns or list(types)
+    return ROW_OVERHEAD_BYTES + sum(column_width(types[c], stats.columns[c].avg_width).value for c in names)
 
 
 def print_shuffle_hash(rows: list[dict]) -> None:
