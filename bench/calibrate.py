@@ -4,15 +4,17 @@ relation takes in Spark's memory against the estimator's width, where a hint bea
 alone (AQE on), and the smallest estimated gain per decision kind below which the query is best run
 as written. docs/calibration.md keeps the last tables; re-run it when the cost model changes.
 
-    .venv/bin/python bench/calibrate.py [--parts joins,shuffle_hash,reorder,skew,window,exists,siblings] [--runs 3]
+    .venv/bin/python bench/calibrate.py [--parts PART,...] [--runs 3]
 
-Parts (each prints one table):
+Parts (each prints one table; all of them by default):
 - joins: a 4M-row fact joined to dimensions of 20k-1M rows, filtered to 1%, 10% or all of their
   rows, narrow or wide: Spark alone against BROADCAST, SHUFFLE_HASH and MERGE hints, and what
   select_join_algorithms chooses;
 - shuffle_hash: the 400k and 1M-row dimensions (too big to broadcast) against the fact filtered to
   1/16..all of its rows: Spark alone against SHUFFLE_HASH, by how many times bigger the other side
   is (rows, bytes over the columns read, bytes over all columns), and what the rule chose;
+- shuffle_hash_keys: the same dimensions against a quarter or all of the fact on a key of one or
+  two bigints or strings, broadcasts off: sort-merge against SHUFFLE_HASH on either side;
 - reorder: TPC-H SF 1 multi-join queries (as written and in a bad order): the written order against
   reorder_joins' order alone (no hints), with the estimated cost of each; and, where it fires,
   both orders again with select_join_algorithms' hints, which the estimate assumes (it prices a
@@ -327,6 +329,86 @@ def print_shuffle_hash(rows: list[dict]) -> None:
         )
 
 
+# -- shuffle-hash by key ----------------------------------------------------------------------------
+KEY_SHAPES = (
+    ("1 bigint", ("k",)),
+    ("2 bigints", ("k1", "k2")),  # k1 has 10,000 values, k2 100: the pair is k, as TPC-H's (suppkey, partkey)
+    ("1 string", ("ks",)),
+    ("2 strings", ("ks1", "ks2")),
+)
+
+
+def key_tables(lab: Lab) -> None:
+    """The fact and the 400k and 1M-row dimensions again, their key as one bigint, two bigints,
+    one string and two strings (the same pairs of rows join under every shape)."""
+    parts = "{k} % 10000 AS k1, {k} DIV 10000 AS k2, CAST({k} AS STRING) AS ks, "
+    parts += "concat('c-', CAST({k} % 10000 AS STRING)) AS ks1, concat('b-', CAST({k} DIV 10000 AS STRING)) AS ks2"
+    lab.table(
+        f"{DB}.fact_keys",
+        f"SELECT id, k, {parts.format(k='k')}, v FROM (SELECT id, CAST(pmod(hash(id), {KEYS}) AS BIGINT) AS k, "
+        f"CAST(id % 1000 AS DOUBLE) AS v FROM range({FACT_ROWS}))",
+    )
+    for n in DIM_ROWS[2:]:
+        lab.table(
+            f"{DB}.dim_keys_{n}",
+            f"SELECT id AS k, {parts.format(k='id')}, concat('name-', CAST(id AS STRING)) AS s1 FROM range({n})",
+        )
+
+
+def shuffle_hash_keys(lab: Lab) -> list[dict]:
+    """Sort-merge (broadcasts off) against a SHUFFLE_HASH hint on either side, by the join key's
+    columns and type: the 400k and 1M-row dimensions against the fact, a quarter or all of it (the
+    rule's choice is not timed: it assumes Spark's broadcasts, which this part turns off). Spark's
+    SortExec uses its radix sort for one integral key only: a sort-merge join on two keys or on a
+    string compares rows."""
+    key_tables(lab)
+    out = []
+    settings = ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.adaptive.autoBroadcastJoinThreshold")
+    kept = {name: lab.spark.conf.get(name, None) for name in settings}
+    for name in settings:
+        lab.spark.conf.set(name, "-1")
+    try:
+        for n in DIM_ROWS[2:]:
+            for share in (0.25, 1.0):
+                for shape, keys in KEY_SHAPES:
+                    on = " AND ".join(f"f.{k} = d.{k}" for k in keys)
+                    sql = (
+                        f"SELECT COUNT(*) AS n, SUM(f.v) AS v, MAX(d.s1) AS s FROM {DB}.fact_keys AS f "
+                        f"JOIN {DB}.dim_keys_{n} AS d ON {on} WHERE f.v < {1000 * share:g}"
+                    )
+                    row = {"dim_rows": n, "probe_rows": round(FACT_ROWS * share), "key": shape}
+                    expected = lab.rows(sql)
+                    for variant, query in (
+                        ("sort-merge", sql),
+                        ("SHJ(d)", sql.replace("SELECT ", "SELECT /*+ SHUFFLE_HASH(d) */ ", 1)),
+                        ("SHJ(f)", sql.replace("SELECT ", "SELECT /*+ SHUFFLE_HASH(f) */ ", 1)),
+                    ):
+                        assert lab.rows(query) == expected, (variant, sql)
+                        row[variant] = lab.seconds(query)
+                    out.append(row)
+                    print(
+                        f"  {n:>9,} rows against {row['probe_rows']:>9,} on {shape:9}: sort-merge "
+                        f"{row['sort-merge']:.2f} s, SHJ(d) {row['SHJ(d)']:.2f} s, SHJ(f) {row['SHJ(f)']:.2f} s",
+                        flush=True,
+                    )
+    finally:
+        for name, value in kept.items():
+            lab.spark.conf.unset(name) if value is None else lab.spark.conf.set(name, value)
+    return out
+
+
+def print_shuffle_hash_keys(rows: list[dict]) -> None:
+    print(
+        f"\n{'dim rows':>9} {'fact rows':>9} {'key':9} {'sort-merge s':>12} {'SHJ(d)':>6} {'SHJ(f)':>6} "
+        f"{'SMJ/SHJ(d)':>10} {'SMJ/SHJ(f)':>10}"
+    )
+    for r in rows:
+        print(
+            f"{r['dim_rows']:9,} {r['probe_rows']:9,} {r['key']:9} {r['sort-merge']:12.2f} {r['SHJ(d)']:6.2f} "
+            f"{r['SHJ(f)']:6.2f} {r['sort-merge'] / r['SHJ(d)']:10.2f} {r['sort-merge'] / r['SHJ(f)']:10.2f}"
+        )
+
+
 # -- reorder ---------------------------------------------------------------------------------------
 TPCH_QUERIES = ("q02", "q05", "q07", "q08", "q09", "q10", "q21", "star")
 
@@ -604,7 +686,7 @@ def print_siblings(rows: list[dict]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--parts", default="joins,shuffle_hash,reorder,skew,window,exists,siblings")
+    parser.add_argument("--parts", default="joins,shuffle_hash,shuffle_hash_keys,reorder,skew,window,exists,siblings")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--scale", default="1", help="TPC-H scale of the reorder part")
     args = parser.parse_args()
@@ -620,6 +702,9 @@ def main() -> int:
     if "shuffle_hash" in parts:
         print("shuffle_hash: Spark alone against SHUFFLE_HASH by the other side's size", flush=True)
         results["shuffle_hash"] = shuffle_hash(lab)
+    if "shuffle_hash_keys" in parts:
+        print("shuffle_hash_keys: sort-merge against SHUFFLE_HASH by the join key's columns and type", flush=True)
+        results["shuffle_hash_keys"] = shuffle_hash_keys(lab)
     if "reorder" in parts:
         print("reorder: the written order against reorder_joins' order (no hints)", flush=True)
         results["reorder"] = reorder(lab, common["tpch_schema"])
@@ -638,6 +723,7 @@ def main() -> int:
     printers = {
         "joins": print_joins,
         "shuffle_hash": print_shuffle_hash,
+        "shuffle_hash_keys": print_shuffle_hash_keys,
         "reorder": print_reorder,
         "skew": print_skew,
         "window": print_window,
