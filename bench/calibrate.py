@@ -359,8 +359,8 @@ def shuffle_hash_keys(lab: Lab) -> list[dict]:
     """Sort-merge (broadcasts off) against a SHUFFLE_HASH hint on either side, by the join key's
     columns and type: the 400k and 1M-row dimensions against the fact, a quarter or all of it (the
     rule's choice is not timed: it assumes Spark's broadcasts, which this part turns off). Spark's
-    SortExec uses its radix sort for one integral key only: a sort-merge join on two keys or on a
-    string compares rows."""
+    SortExec uses its radix sort for one key of a number or date type only: a sort-merge join on
+    two keys or on a string compares rows."""
     key_tables(lab)
     out = []
     settings = ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.adaptive.autoBroadcastJoinThreshold")
@@ -393,7 +393,10 @@ def shuffle_hash_keys(lab: Lab) -> list[dict]:
                     )
     finally:
         for name, value in kept.items():
-            lab.spark.conf.unset(name) if value is None else lab.spark.conf.set(name, value)
+            if value is None:
+                lab.spark.conf.unset(name)
+            else:
+                lab.spark.conf.set(name, value)
     return out
 
 
