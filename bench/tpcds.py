@@ -10,6 +10,10 @@ read from the schema `tpcds_sf<scale>`. Both are installed by `make bench-tpcds`
 extra: duckdb pinned to the extension's version).
 
     .venv/bin/python bench/tpcds.py --scale 1 --rounds 3 --warmup 1
+
+`--control` runs dbt-spark against itself in the same rounds (the hiveopt columns are its second
+run; the kinds of decision are those of hiveopt's last build): how far apart two runs of the same
+SQL land per query on this machine, the floor under the won / lost counts.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ models:
     +materialized: table
 """
 VARIANTS = {"dbt-spark": "spark", "hiveopt": "hiveopt"}
+CONTROL = {"dbt-spark": "spark", "dbt-spark again": "spark"}
 
 
 def generate(scale: str, folder: str) -> None:
@@ -113,7 +118,13 @@ def main() -> int:
     parser.add_argument("--scale", default="1")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds of both sides first (the JIT)")
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="no hiveopt: dbt-spark against dbt-spark, the same rounds (how noisy two runs of the same SQL are)",
+    )
     args = parser.parse_args()
+    variants = CONTROL if args.control else VARIANTS
     started = time.perf_counter()
     data = os.path.join(harness.REPO, "data", f"tpcds-{args.scale}")
     generate(args.scale, data)
@@ -146,24 +157,28 @@ def main() -> int:
     # Setup, not timed: dbt-spark's build warms the JVM; hiveopt's first build gathers the
     # statistics of what it reads (on first read, as a user's first build does).
     dbt_run(project, "spark", results)
-    dbt_run(project, "hiveopt", results)
+    if not args.control:
+        dbt_run(project, "hiveopt", results)
     for _ in range(args.warmup):
-        for target in VARIANTS.values():
+        for target in variants.values():
             harness.settle(spark)
             dbt_run(project, target, results)
-    times: dict[str, dict[str, list[float]]] = {v: {m: [] for m in models} for v in VARIANTS}
+    times: dict[str, dict[str, list[float]]] = {v: {m: [] for m in models} for v in variants}
     answers: dict[str, dict[str, list]] = {}
     for round_ in range(args.rounds):
-        for variant in harness.round_order(list(VARIANTS), round_):
+        for variant in harness.round_order(list(variants), round_):
             harness.settle(spark)
-            measured = dbt_run(project, VARIANTS[variant], results)
+            measured = dbt_run(project, variants[variant], results)
             for model in models:
                 times[variant][model].append(measured[model])
             if round_ == 0:  # each side's rows, read after its own run
                 answers[variant] = {m: harness.rows(spark, m, "tpcds_out", digits=8) for m in models}
         print(f"round {round_ + 1}/{args.rounds} done", flush=True)
-    same = {m: answers["dbt-spark"][m] == answers["hiveopt"][m] for m in models}
+    base, ours = list(variants)
+    same = {m: answers[base][m] == answers[ours][m] for m in models}
     records = {m: hiveopt_record(results, m) for m in models}
+    if args.control:
+        print("\ncontrol: dbt-spark against itself (the hiveopt columns are its second run)")
     report(times, same, records)
     print(f"took {(time.perf_counter() - started) / 60:.1f} min")
     return 0
@@ -178,7 +193,7 @@ def hiveopt_record(results: str, model: str) -> dict | None:
 
 
 def report(times: dict, same: dict, records: dict) -> None:
-    base, ours = list(VARIANTS)
+    base, ours = list(times)
     kinds: dict[str, list[tuple[str, float, float, float]]] = {}
     print(f"{'query':6} {'spark s':>8} {'hiveopt s':>9} {'ratio':>6}  equal  rules in effect")
     for model in sorted(times[base]):
