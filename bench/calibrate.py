@@ -157,6 +157,22 @@ def _bytes(text: str) -> int | None:
 
 
 @contextlib.contextmanager
+def spark_settings(spark, settings: dict[str, str]):
+    """Spark settings for the block, then as they were."""
+    kept = {name: spark.conf.get(name, None) for name in settings}
+    for name, value in settings.items():
+        spark.conf.set(name, value)
+    try:
+        yield
+    finally:
+        for name, value in kept.items():
+            if value is None:
+                spark.conf.unset(name)
+            else:
+                spark.conf.set(name, value)
+
+
+@contextlib.contextmanager
 def threshold_off(module, name: str):
     """A rule's threshold at 0 for the block (the rewrite it declined, to time it), then back."""
     kept = getattr(module, name)
@@ -167,8 +183,8 @@ def threshold_off(module, name: str):
         setattr(module, name, kept)
 
 
-def _hinted(sql: str, hint: str) -> str:
-    return sql.replace("SELECT ", f"SELECT /*+ {hint}(d) */ ", 1)
+def _hinted(sql: str, hint: str, alias: str = "d") -> str:
+    return sql.replace("SELECT ", f"SELECT /*+ {hint}({alias}) */ ", 1)
 
 
 def _mb(value: float | None) -> str:
@@ -286,8 +302,8 @@ def shuffle_hash(lab: Lab) -> list[dict]:
                 expected = lab.rows(sql)
                 for variant, query in (
                     ("none", sql),
-                    ("SHJ(d)", sql.replace("SELECT ", "SELECT /*+ SHUFFLE_HASH(d) */ ", 1)),
-                    ("SHJ(f)", sql.replace("SELECT ", "SELECT /*+ SHUFFLE_HASH(f) */ ", 1)),
+                    ("SHJ(d)", _hinted(sql, "SHUFFLE_HASH", "d")),
+                    ("SHJ(f)", _hinted(sql, "SHUFFLE_HASH", "f")),
                 ):
                     assert lab.rows(query) == expected, (variant, sql)
                     row[variant] = lab.seconds(query)
@@ -363,11 +379,12 @@ def shuffle_hash_keys(lab: Lab) -> list[dict]:
     two keys or on a string compares rows."""
     key_tables(lab)
     out = []
-    settings = ("spark.sql.autoBroadcastJoinThreshold", "spark.sql.adaptive.autoBroadcastJoinThreshold")
-    kept = {name: lab.spark.conf.get(name, None) for name in settings}
-    for name in settings:
-        lab.spark.conf.set(name, "-1")
-    try:
+    # Spark's own broadcasts off: sort-merge is the baseline.
+    broadcasts_off = {
+        "spark.sql.autoBroadcastJoinThreshold": "-1",
+        "spark.sql.adaptive.autoBroadcastJoinThreshold": "-1",
+    }
+    with spark_settings(lab.spark, broadcasts_off):
         for n in DIM_ROWS[2:]:
             for share in (0.25, 1.0):
                 for shape, keys in KEY_SHAPES:
@@ -380,8 +397,8 @@ def shuffle_hash_keys(lab: Lab) -> list[dict]:
                     expected = lab.rows(sql)
                     for variant, query in (
                         ("sort-merge", sql),
-                        ("SHJ(d)", sql.replace("SELECT ", "SELECT /*+ SHUFFLE_HASH(d) */ ", 1)),
-                        ("SHJ(f)", sql.replace("SELECT ", "SELECT /*+ SHUFFLE_HASH(f) */ ", 1)),
+                        ("SHJ(d)", _hinted(sql, "SHUFFLE_HASH", "d")),
+                        ("SHJ(f)", _hinted(sql, "SHUFFLE_HASH", "f")),
                     ):
                         assert lab.rows(query) == expected, (variant, sql)
                         row[variant] = lab.seconds(query)
@@ -391,12 +408,6 @@ def shuffle_hash_keys(lab: Lab) -> list[dict]:
                         f"{row['sort-merge']:.2f} s, SHJ(d) {row['SHJ(d)']:.2f} s, SHJ(f) {row['SHJ(f)']:.2f} s",
                         flush=True,
                     )
-    finally:
-        for name, value in kept.items():
-            if value is None:
-                lab.spark.conf.unset(name)
-            else:
-                lab.spark.conf.set(name, value)
     return out
 
 
