@@ -3,7 +3,8 @@
 It covers the shapes the optimizer's rules target and their near misses:
 
 - `join`: star and chain joins of 2-8 relations written in random orders, inner / LEFT / RIGHT /
-  FULL / LEFT SEMI / LEFT ANTI joins mixed in, comma joins with their conditions in WHERE, CROSS
+  FULL / LEFT SEMI / LEFT ANTI joins mixed in, comma joins with their conditions in WHERE (a
+  quarter of those with the keys repeated in each branch of an OR, as TPC-H Q19), CROSS
   joins of a relation joined later, local and cross-relation filters, GROUP BY / HAVING, DISTINCT,
   window functions, ORDER BY every output column + LIMIT, derived tables and CTEs as relations;
 - `joined_back`: an aggregate joined back to its input (a derived table GROUP BY k joined to the
@@ -484,7 +485,13 @@ class QueryGenerator:
                 raise Rejected("an edge to a semi/anti-joined relation")
             if comma:
                 steps.append(Step(rel, ","))
-                where += conds
+                if conds and self.chance(0.25):  # TPC-H Q19: the keys repeated in each branch of an OR
+                    keys = " AND ".join(conds)
+                    near = [rel, *(rels[o] for o in placed)]
+                    branches = [f"({keys} AND {self.predicate(self.pick(near))})" for _ in range(2)]
+                    where.append(f"({' OR '.join(branches)})")
+                else:
+                    where += conds
                 continue
             if not conds:  # joined later (a comma here would end the join chain its ON clauses read)
                 steps.append(Step(rel, self.pick(["CROSS JOIN", "JOIN"])))

@@ -72,6 +72,30 @@ def test_comma_join_keys_in_where_join_the_relations():
     assert rows("SELECT t.k FROM db.t, db.u").value == 1000 * 50
 
 
+def test_an_or_over_two_relations_filters_each_by_what_every_branch_says_of_it():
+    """TPC-H Q7's `(n1 = 'FRANCE' AND n2 = 'GERMANY') OR (n1 = 'GERMANY' AND n2 = 'FRANCE')` keeps
+    two nations on each side, and Spark filters each side by it below the join: so does the
+    estimate of each relation. A branch that says nothing of a relation lets all its rows pass."""
+    from sqlglot.optimizer.scope import build_scope
+
+    def side(where, alias):
+        q = prepare_query(f"SELECT t.k FROM db.t JOIN db.u ON t.k = u.k WHERE {where}", SCHEMA).expression
+        return Estimator(q, SCHEMA, STATS).build_side(build_scope(q), alias).rows.value
+
+    either = "(t.s = 'hot' AND u.v > 1) OR (t.s = 'cold' AND u.v < 0)"
+    hot, cold = 0.5, 0.5 / 9
+    assert side(either, "t") == pytest.approx(1000 * (hot + cold - hot * cold))  # OR: the sum less the overlap
+    assert side(either, "u") < 50
+    assert side("(t.s = 'hot' AND u.v > 1) OR u.v < 0", "t") == 1000
+    # the same OR in an inner join's ON (where reorder_joins writes it) filters t as much
+    q = prepare_query(f"SELECT t.k FROM db.t JOIN db.u ON t.k = u.k AND ({either})", SCHEMA).expression
+    in_on = Estimator(q, SCHEMA, STATS).build_side(build_scope(q), "t").rows.value
+    assert in_on == pytest.approx(side(either, "t"))
+    # not in a LEFT join's ON: it keeps every row of t
+    q = prepare_query(f"SELECT t.k FROM db.t LEFT JOIN db.u ON t.k = u.k AND ({either})", SCHEMA).expression
+    assert Estimator(q, SCHEMA, STATS).build_side(build_scope(q), "t").rows.value == 1000
+
+
 def test_group_by_is_capped_by_ndv():
     assert rows("SELECT s, COUNT(*) AS c FROM db.t GROUP BY s").value == 10
     assert rows("SELECT COUNT(*) AS c FROM db.t").value == 1

@@ -28,6 +28,11 @@ def moved(sql: str) -> str:
             "SELECT * FROM a JOIN b ON a.k = b.k WHERE a.j = b.j AND b.v = 1",
             "SELECT * FROM a JOIN b ON a.k = b.k AND a.j = b.j WHERE b.v = 1",
         ),
+        # a key every branch of an OR repeats is a key (TPC-H Q19), the rest of the OR stays
+        (
+            "SELECT * FROM a, b WHERE (a.k = b.k AND a.v = 1) OR (b.k = a.k AND a.v = 2 AND b.w = 3)",
+            "SELECT * FROM a JOIN b ON a.k = b.k WHERE a.v = 1 OR (a.v = 2 AND b.w = 3)",
+        ),
         # CROSS JOIN with its key in WHERE is the inner join on it
         ("SELECT * FROM a CROSS JOIN b WHERE a.k = b.k", "SELECT * FROM a JOIN b ON a.k = b.k"),
         # a key between a relation of an earlier LEFT join and a later inner one: same rows in ON
@@ -53,6 +58,11 @@ def test_inner_join_keys_move_to_on(sql, expected):
         "SELECT * FROM a, b WHERE a.k = b.k + 1 AND a.v = 1 AND a.k = a.j",
         # a correlated condition reads the outer query: it stays
         "SELECT * FROM a WHERE EXISTS (SELECT 1 FROM b, c WHERE b.k = a.k AND c.v = 1)",
+        # an OR with a branch that has no key; one that would be left with nothing but the key;
+        # one whose rand() would be called another number of times once the key is out
+        "SELECT * FROM a, b WHERE (a.k = b.k AND a.v = 1) OR b.w = 2",
+        "SELECT * FROM a, b WHERE a.k = b.k OR (a.k = b.k AND b.w = 2)",
+        "SELECT * FROM a, b WHERE (a.k = b.k AND rand() < 0.5) OR (a.k = b.k AND b.w = 2)",
     ],
 )
 def test_nothing_moves_where_rows_could_change(sql):

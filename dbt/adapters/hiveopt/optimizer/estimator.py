@@ -47,6 +47,7 @@ from dbt.adapters.hiveopt.optimizer.syntax import (
     aliases_of,
     conjuncts,
     equi_pair,
+    implied_filter,
     is_inner_join,
     nested_join,
     own_aggregate,
@@ -98,7 +99,8 @@ class Estimator:
         self.root = root
         self._scopes: dict[int, Scope] | None = None
         self._memo: dict[int, RelationEstimate] = {}
-        self._filtered: dict[tuple, tuple[exp.Expression, list, RelationEstimate]] = {}
+        self._filtered: dict[tuple, tuple[exp.Expression, list, list, RelationEstimate]] = {}
+        self._inner_ons: dict[tuple, tuple[exp.Expression, list, list[exp.Expression]]] = {}
         self._spark_sizes: SparkSizes | None = None
         self.used: dict[str, dict[str, Any]] = {}  # statistics consulted, for the report
         # A table's estimate depends on its name only (its statistics and schema): made once per
@@ -113,7 +115,7 @@ class Estimator:
         view = Estimator.__new__(Estimator)
         view.schema, view.statistics, view.root = self.schema, self.statistics, root
         view._scopes, view._memo, view.used, view._spark_sizes = None, {}, {}, None
-        view._tables, view._filtered = self._tables, {}
+        view._tables, view._filtered, view._inner_ons = self._tables, {}, {}
         return view
 
     @property
@@ -308,18 +310,37 @@ class Estimator:
         return relation
 
     def filtered_source(self, scope: Scope, alias: str, conjuncts: list[exp.Expression]) -> RelationEstimate:
-        """One source with the WHERE conjuncts that read only it applied (local predicates).
+        """One source with the WHERE conjuncts that read only it applied (local predicates), and
+        what the ORs over it and other relations (in WHERE, or in an inner join's ON) say of it.
         Memoized like `estimate` (by the nodes' identity, for this view's tree): the join steps,
         the build sides and the join trees ask for the same source with the same WHERE again and
         again. The memo holds the nodes it is keyed on, so their ids are not reused."""
-        key = (id(scope.expression), alias, *map(id, conjuncts))
+        on = self._inner_on(scope.expression)
+        key = (id(scope.expression), alias, *map(id, conjuncts), *map(id, on))
         if key not in self._filtered:
-            self._filtered[key] = (scope.expression, conjuncts, self._filtered_source(scope, alias, conjuncts))
-        return self._filtered[key][2]
+            self._filtered[key] = (scope.expression, conjuncts, on, self._filtered_source(scope, alias, conjuncts, on))
+        return self._filtered[key][3]
 
-    def _filtered_source(self, scope: Scope, alias: str, conjuncts: list[exp.Expression]) -> RelationEstimate:
+    def _inner_on(self, select: exp.Expression) -> list[exp.Expression]:
+        """`_inner_on_conjuncts` of the block, worked out once per set of ON clauses (the memo
+        holds the clauses it is keyed on, so their ids are not reused)."""
+        joins = (select.args.get("joins") or []) if isinstance(select, exp.Select) else []
+        clauses = [join.args.get("on") for join in joins]
+        key = (id(select), *map(id, clauses))
+        if key not in self._inner_ons:
+            self._inner_ons[key] = (select, clauses, _inner_on_conjuncts(select))
+        return self._inner_ons[key][2]
+
+    def _filtered_source(
+        self, scope: Scope, alias: str, conjuncts: list[exp.Expression], on: list[exp.Expression] = ()
+    ) -> RelationEstimate:
         relation = self.source(scope, alias)
         local = [p for p in conjuncts if aliases_of(p) == {alias}]
+        # An OR over this relation and others, in WHERE or in an inner join's ON (where
+        # reorder_joins writes it), filters it too, as Spark runs it (TPC-H Q7's nations, Q19's part).
+        ors = [p for p in conjuncts if isinstance(p, exp.Or)] + on
+        implied = (implied_filter(p, alias) for p in ors if len(aliases_of(p)) > 1)
+        local += [p for p in implied if p is not None]
         if not local:
             return RelationEstimate(relation.rows, {k: cap_ndv(c, relation.rows) for k, c in relation.columns.items()})
         after = filtered(_prefixed(relation, alias), local)
@@ -378,6 +399,19 @@ class Estimator:
 
     def selectivity(self, predicate: exp.Expression, relation: RelationEstimate) -> float:
         return selectivity(predicate, relation)
+
+
+def _inner_on_conjuncts(select: exp.Expression) -> list[exp.Expression]:
+    """The ON conjuncts of the block's inner joins that are an OR over several relations: a row
+    the block returns passed each of them."""
+    joins = (select.args.get("joins") or []) if isinstance(select, exp.Select) else []
+    return [
+        p
+        for join in joins
+        if is_inner_join(join)
+        for p in conjuncts(join.args.get("on"))
+        if isinstance(p, exp.Or) and len(aliases_of(p)) > 1
+    ]
 
 
 def _max(a: Estimate, b: Estimate) -> Estimate:

@@ -6,17 +6,25 @@ condition there also removes the rows those joins add with NULLs), and only plai
 two columns of two relations of the block move: for inner joins a condition in ON and in WHERE
 keep the same rows.
 
+A key every branch of an OR repeats is a key too (TPC-H Q19: `WHERE (p_partkey = l_partkey AND
+...) OR (p_partkey = l_partkey AND ...) OR ...`): `(k AND x) OR (k AND y)` is `k AND (x OR y)` in
+SQL's three-valued logic as in two-valued, and Spark's optimizer takes the key out the same way
+(BooleanSimplification) and hash-joins on it.
+
 >>> import sqlglot
 >>> select = sqlglot.parse_one("SELECT * FROM a, b, c WHERE a.k = b.k AND c.j = b.j AND a.v > 1")
 >>> conditions_into_on(select).sql()
 'SELECT * FROM a JOIN b ON a.k = b.k JOIN c ON c.j = b.j WHERE a.v > 1'
+>>> q19_like = "SELECT * FROM a, b WHERE (a.k = b.k AND a.v = 1) OR (b.k = a.k AND b.w = 2)"
+>>> conditions_into_on(sqlglot.parse_one(q19_like)).sql()
+'SELECT * FROM a JOIN b ON a.k = b.k WHERE a.v = 1 OR b.w = 2'
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from dbt.adapters.hiveopt.optimizer.syntax import conjuncts, equi_pair, nested_join
+from dbt.adapters.hiveopt.optimizer.syntax import conjuncts, deterministic, disjuncts, equi_pair, nested_join
 
 
 def conditions_into_on(expression: exp.Expression) -> exp.Expression:
@@ -41,7 +49,7 @@ def _move(select: exp.Select) -> None:
     if len(position) != len(items):  # two items under one name: leave the block alone
         return
     moved, kept = {}, []
-    for predicate in conjuncts(where.this):
+    for predicate in [part for c in conjuncts(where.this) for part in keys_out_of_or(c)]:
         target = _join_of(predicate, position, joins)
         if target is None:
             kept.append(predicate)
@@ -73,3 +81,37 @@ def _join_of(predicate: exp.Expression, position: dict[str, int], joins: list[ex
     if side or kind not in ("", "INNER", "CROSS") or join.args.get("using"):
         return None
     return index
+
+
+def keys_out_of_or(predicate: exp.Expression) -> list[exp.Expression]:
+    """`predicate` as conjuncts, with the equi-join conditions every branch of an OR has taken out
+    of it: `(k AND x) OR (k AND y)` gives `[k, x OR y]`. Anything else, or an OR where some branch
+    would be left empty, or one with a subquery or a non-deterministic function (evaluated a
+    different number of times once moved), is `[predicate]` as it is.
+
+    >>> import sqlglot
+    >>> [p.sql() for p in keys_out_of_or(sqlglot.parse_one("(a.k = b.k AND a.v = 1) OR (a.k = b.k AND b.w < 2)"))]
+    ['a.k = b.k', 'a.v = 1 OR b.w < 2']
+    >>> [p.sql() for p in keys_out_of_or(sqlglot.parse_one("(a.k = b.k AND a.v = 1) OR b.w < 2"))]
+    ['(a.k = b.k AND a.v = 1) OR b.w < 2']
+    """
+    node = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
+    if not isinstance(node, exp.Or) or node.find(exp.Select) is not None or not deterministic(node):
+        return [predicate]
+    branches = [conjuncts(branch) for branch in disjuncts(node)]
+    keyed = [{_key_of(c): c for c in branch if _key_of(c)} for branch in branches]
+    common = set.intersection(*(set(k) for k in keyed))
+    if not common:
+        return [predicate]
+    rests = [[c for c in branch if _key_of(c) not in common] for branch in branches]
+    if not all(rests):  # `k OR (k AND y)` is k: rare, left as written
+        return [predicate]
+    keys = [c.copy() for key, c in keyed[0].items() if key in common]
+    rest = exp.or_(*[exp.and_(*[c.copy() for c in r], copy=False) for r in rests], copy=False)
+    return [*keys, rest]
+
+
+def _key_of(predicate: exp.Expression) -> frozenset[str] | None:
+    """An equi-join condition by its two columns, whichever side each is written on."""
+    pair = equi_pair(predicate)
+    return frozenset(column.sql() for column in pair) if pair else None

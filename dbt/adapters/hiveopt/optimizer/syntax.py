@@ -56,6 +56,42 @@ def conjuncts(predicate: exp.Expression | None) -> list[exp.Expression]:
     return [node]
 
 
+def disjuncts(predicate: exp.Expression) -> list[exp.Expression]:
+    """The OR-ed parts of a predicate, parentheses removed."""
+    node = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
+    if isinstance(node, exp.Or):
+        return [*disjuncts(node.left), *disjuncts(node.right)]
+    return [node]
+
+
+def implied_filter(predicate: exp.Expression, alias: str) -> exp.Expression | None:
+    """What an OR over several relations says of one of them: the OR of each branch's conjuncts
+    that read only `alias`, or None when some branch has none (that branch lets any row of
+    `alias` through) or `predicate` is no OR. A row that passes `predicate` passes this too, and
+    Spark filters `alias` by it below the join (PushExtraPredicateThroughJoin): an estimate with
+    it counts the rows the join sees. For estimates only; the query keeps what it says. Conjuncts
+    with a subquery or a non-deterministic function say nothing here (Spark pushes neither).
+
+    >>> import sqlglot
+    >>> implied_filter(sqlglot.parse_one("(n1.x = 'F' AND n2.x = 'G') OR (n1.x = 'G' AND n2.x = 'F')"), "n1").sql()
+    "n1.x = 'F' OR n1.x = 'G'"
+    >>> implied_filter(sqlglot.parse_one("(n1.x = 'F' AND n2.x = 'G') OR n2.x = 'F'"), "n1") is None
+    True
+    """
+    node = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
+    if not isinstance(node, exp.Or):
+        return None
+    parts = []
+    for branch in disjuncts(node):
+        mine = [
+            c for c in conjuncts(branch) if aliases_of(c) == {alias} and c.find(exp.Select) is None and deterministic(c)
+        ]
+        if not mine:
+            return None
+        parts.append(exp.and_(*[c.copy() for c in mine], copy=False))
+    return exp.or_(*parts, copy=False)
+
+
 def aliases_of(predicate: exp.Expression) -> set:
     """Table aliases a predicate reads in its own block (columns inside its subqueries excluded)."""
     return {
