@@ -332,7 +332,7 @@ class Estimator:
         return self._inner_ons[key][2]
 
     def _filtered_source(
-        self, scope: Scope, alias: str, conjuncts: list[exp.Expression], on: list[exp.Expression] = ()
+        self, scope: Scope, alias: str, conjuncts: list[exp.Expression], on: list[exp.Expression]
     ) -> RelationEstimate:
         relation = self.source(scope, alias)
         local = [p for p in conjuncts if aliases_of(p) == {alias}]
