@@ -328,7 +328,7 @@ class Estimator:
         clauses = [join.args.get("on") for join in joins]
         key = (id(select), *map(id, clauses))
         if key not in self._inner_ons:
-            self._inner_ons[key] = (select, clauses, _inner_on_conjuncts(select))
+            self._inner_ons[key] = (select, clauses, _inner_on_conjuncts(joins))
         return self._inner_ons[key][2]
 
     def _filtered_source(
@@ -401,10 +401,9 @@ class Estimator:
         return selectivity(predicate, relation)
 
 
-def _inner_on_conjuncts(select: exp.Expression) -> list[exp.Expression]:
-    """The ON conjuncts of the block's inner joins that are an OR over several relations: a row
+def _inner_on_conjuncts(joins: list[exp.Join]) -> list[exp.Expression]:
+    """The ON conjuncts of a block's inner joins that are an OR over several relations: a row
     the block returns passed each of them."""
-    joins = (select.args.get("joins") or []) if isinstance(select, exp.Select) else []
     return [
         p
         for join in joins

@@ -98,12 +98,12 @@ def keys_out_of_or(predicate: exp.Expression) -> list[exp.Expression]:
     node = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
     if not isinstance(node, exp.Or) or node.find(exp.Select) is not None or not deterministic(node):
         return [predicate]
-    branches = [conjuncts(branch) for branch in disjuncts(node)]
-    keyed = [{_key_of(c): c for c in branch if _key_of(c)} for branch in branches]
+    branches = [[(_key_of(c), c) for c in conjuncts(branch)] for branch in disjuncts(node)]
+    keyed = [{key: c for key, c in branch if key} for branch in branches]
     common = set.intersection(*(set(k) for k in keyed))
     if not common:
         return [predicate]
-    rests = [[c for c in branch if _key_of(c) not in common] for branch in branches]
+    rests = [[c for key, c in branch if key not in common] for branch in branches]
     if not all(rests):  # `k OR (k AND y)` is k: rare, left as written
         return [predicate]
     keys = [c.copy() for key, c in keyed[0].items() if key in common]
