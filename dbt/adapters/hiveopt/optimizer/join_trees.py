@@ -98,9 +98,7 @@ def _item(estimator: Estimator, scope, node: exp.Expression, hints, local) -> di
     if nested is not None:
         return _tree(estimator, scope, nested, nested.args.get("joins") or [], hints)
     alias = node.alias_or_name
-    what = node.sql(dialect="spark") if isinstance(node, exp.Table) else "derived table"
-    if isinstance(node, exp.Table):
-        what = ".".join(p for p in (node.catalog, node.db, node.name) if p)
+    what = ".".join(p for p in (node.catalog, node.db, node.name) if p) if isinstance(node, exp.Table) else "derived table"
     relation = estimator.filtered_source(scope, alias, local)
     return {
         "kind": "scan",

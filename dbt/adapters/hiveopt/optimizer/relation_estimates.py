@@ -117,4 +117,8 @@ class RelationEstimate:
 
 
 def cap_ndv(column: ColumnEstimate, rows: Estimate) -> ColumnEstimate:
-    return replace(column, ndv=column.ndv.capped(rows)) if not column.ndv.is_absent else column
+    """The column with at most `rows` distinct values; the column itself where that changes
+    nothing (each join step caps every column of both sides: TPC-DS's wide tables made the
+    copies 8% of the optimizer's time)."""
+    ndv = column.ndv.capped(rows)
+    return column if ndv is column.ndv else replace(column, ndv=ndv)

@@ -93,12 +93,25 @@ def implied_filter(predicate: exp.Expression, alias: str) -> exp.Expression | No
 
 
 def aliases_of(predicate: exp.Expression) -> set:
-    """Table aliases a predicate reads in its own block (columns inside its subqueries excluded)."""
-    return {
-        column.table
-        for column in predicate.find_all(exp.Column)
-        if column.table and not inside_query(column, predicate)
-    }
+    """Table aliases a predicate reads in its own block (columns inside its subqueries excluded).
+    A walk that does not enter subqueries (the estimator asks this of every conjunct for every
+    relation: over TPC-DS it was a tenth of the optimizer's time as find_all plus a climb to
+    the top from each column).
+
+    >>> import sqlglot
+    >>> sorted(aliases_of(sqlglot.parse_one("a.x = b.y AND c.z IN (SELECT d.w FROM d WHERE d.v = a.x)")))
+    ['a', 'b', 'c']
+    """
+    found: set = set()
+    stack = [predicate]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, exp.Column):
+            if node.table:
+                found.add(node.table)
+        elif node is predicate or not isinstance(node, exp.Query):
+            stack.extend(node.iter_expressions())
+    return found
 
 
 def equi_pair(predicate: exp.Expression) -> tuple[exp.Column, exp.Column] | None:
