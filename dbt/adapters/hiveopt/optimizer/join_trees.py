@@ -98,7 +98,9 @@ def _item(estimator: Estimator, scope, node: exp.Expression, hints, local) -> di
     if nested is not None:
         return _tree(estimator, scope, nested, nested.args.get("joins") or [], hints)
     alias = node.alias_or_name
-    what = ".".join(p for p in (node.catalog, node.db, node.name) if p) if isinstance(node, exp.Table) else "derived table"
+    what = "derived table"
+    if isinstance(node, exp.Table):
+        what = ".".join(p for p in (node.catalog, node.db, node.name) if p)
     relation = estimator.filtered_source(scope, alias, local)
     return {
         "kind": "scan",
