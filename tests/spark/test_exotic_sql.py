@@ -96,6 +96,13 @@ EXOTIC = [
         "rewritten",
     ),
     ("SELECT f.* , s.* FROM shop.fact_sales f JOIN shop.dim_store s USING (store_key)", "falls back"),
+    # A boolean column alone as a filter reads its relation (aliases_of): it stays that relation's.
+    (
+        "SELECT f.sale_id, s.region FROM shop.fact_sales f JOIN (SELECT store_key, region, region = 'EU' "
+        "AS is_eu FROM shop.dim_store) s ON f.store_key = s.store_key JOIN shop.dim_date d ON d.date_key = "
+        "f.date_key WHERE s.is_eu AND NOT s.is_eu IS NULL AND d.year = 2020",
+        "rewritten",
+    ),
 ]
 
 
