@@ -338,8 +338,8 @@ class Estimator:
         local = [p for p in conjuncts if aliases_of(p) == {alias}]
         # An OR over this relation and others, in WHERE or in an inner join's ON (where
         # reorder_joins writes it), filters it too, as Spark runs it (TPC-H Q7's nations, Q19's part).
-        ors = [p for p in conjuncts if isinstance(p, exp.Or)] + on
-        implied = (implied_filter(p, alias) for p in ors if len(aliases_of(p)) > 1)
+        ors = [p for p in conjuncts if isinstance(p, exp.Or) and len(aliases_of(p)) > 1] + on
+        implied = (implied_filter(p, alias) for p in ors)
         local += [p for p in implied if p is not None]
         if not local:
             return RelationEstimate(relation.rows, {k: cap_ndv(c, relation.rows) for k, c in relation.columns.items()})

@@ -95,10 +95,10 @@ def keys_out_of_or(predicate: exp.Expression) -> list[exp.Expression]:
     >>> [p.sql() for p in keys_out_of_or(sqlglot.parse_one("(a.k = b.k AND a.v = 1) OR b.w < 2"))]
     ['(a.k = b.k AND a.v = 1) OR b.w < 2']
     """
-    node = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
-    if not isinstance(node, exp.Or) or node.find(exp.Select) is not None or not deterministic(node):
+    ors = disjuncts(predicate)
+    if len(ors) < 2 or predicate.find(exp.Select) is not None or not deterministic(predicate):
         return [predicate]
-    branches = [[(_key_of(c), c) for c in conjuncts(branch)] for branch in disjuncts(node)]
+    branches = [[(_key_of(c), c) for c in conjuncts(branch)] for branch in ors]
     keyed = [{key: c for key, c in branch if key} for branch in branches]
     common = set.intersection(*(set(k) for k in keyed))
     if not common:

@@ -28,12 +28,11 @@ from sqlglot.optimizer.scope import Scope
 from dbt.adapters.hiveopt.optimizer.decisions import Skip
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.syntax import (
-    aliases_of,
     conjuncts,
-    deterministic,
     from_items,
     is_inner_join,
     nested_join,
+    own_filter,
 )
 
 # How many derived tables and CTEs a key is traced through to its table.
@@ -103,13 +102,8 @@ def small_filters(select: exp.Select, join: exp.Join, small: str, where_ok: bool
     kind = (join.kind or "").upper()
     if join.this.alias_or_name == small and (is_inner_join(join, cross=False) or kind == "SEMI"):
         found += conjuncts(join.args.get("on"))
-    unique = {p.sql(DIALECT): p for p in found if _local(p, small)}
+    unique = {p.sql(DIALECT): p for p in found if own_filter(p, small)}
     return [unique[k].copy() for k in sorted(unique)]
-
-
-def _local(predicate: exp.Expression, alias: str) -> bool:
-    """Reads only `alias`, no subquery, nothing non-deterministic: a copy filters the same rows."""
-    return aliases_of(predicate) == {alias} and predicate.find(exp.Query) is None and deterministic(predicate)
 
 
 def relation_node(select: exp.Select, alias: str) -> exp.Expression | None:

@@ -78,14 +78,12 @@ def implied_filter(predicate: exp.Expression, alias: str) -> exp.Expression | No
     >>> implied_filter(sqlglot.parse_one("(n1.x = 'F' AND n2.x = 'G') OR n2.x = 'F'"), "n1") is None
     True
     """
-    node = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
-    if not isinstance(node, exp.Or):
+    branches = disjuncts(predicate)
+    if len(branches) < 2:
         return None
     parts = []
-    for branch in disjuncts(node):
-        mine = [
-            c for c in conjuncts(branch) if aliases_of(c) == {alias} and c.find(exp.Select) is None and deterministic(c)
-        ]
+    for branch in branches:
+        mine = [c for c in conjuncts(branch) if own_filter(c, alias)]
         if not mine:
             return None
         parts.append(exp.and_(*[c.copy() for c in mine], copy=False))
@@ -270,6 +268,13 @@ def renamed_all(node: exp.Expression, mapping: dict[str, str]) -> exp.Expression
 
 def normalized(node: exp.Expression) -> str:
     return node.sql(dialect="spark")
+
+
+def own_filter(predicate: exp.Expression, alias: str) -> bool:
+    """Reads only `alias`, no subquery, nothing non-deterministic: a copy of it filters the same
+    rows of `alias` wherever it is applied (partition pruning's small-side filters, what an OR
+    says of one relation)."""
+    return aliases_of(predicate) == {alias} and predicate.find(exp.Query) is None and deterministic(predicate)
 
 
 def local_to(predicate: exp.Expression, alias: str) -> bool:
