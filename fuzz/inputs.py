@@ -101,7 +101,8 @@ def column_statistics(
     freq = data.frequencies[table][column]
     real_rows = len(data.rows[table])
     real_nulls = sum(1 for r in data.rows[table] if r[[c.name for c in TABLES[table]].index(column)] is None)
-    values = sorted(freq, key=lambda v: (str(type(v)), v)) if freq else []
+    # The collector gathers no min, max, heavy hitters or histogram of a boolean column.
+    values = sorted(freq, key=lambda v: (str(type(v)), v)) if freq and col.type != "boolean" else []
     out: dict[str, Any] = {}
     if mood == "scaled":
         out["ndv"] = max(1, round(len(freq) * min(scale, rows / max(len(freq), 1)) ** rng.uniform(0, 1)))
@@ -122,9 +123,9 @@ def column_statistics(
         out["min"], out["max"] = _json_value(low), _json_value(high)
     if col.type == "string" or rng.random() < 0.2:
         out["avg_width"] = round(rng.uniform(0, 40), 1) if mood != "absurd" else rng.choice([0, 1e9, 5])
-    if freq and (key or col.domain or rng.random() < 0.2) and rng.random() < (0.95 if key else 0.4):
+    if values and (key or col.domain or rng.random() < 0.2) and rng.random() < (0.95 if key else 0.4):
         out["heavy_hitters"] = heavy_hitters(rng, freq, real_rows, rows, mood, col.type, refusable)
-    elif freq and rng.random() < 0.1:
+    elif values and rng.random() < 0.1:
         out["heavy_hitters"] = []
     if values and rng.random() < (0.5 if key else 0.2):
         n = rng.randint(2, 8)

@@ -6,7 +6,8 @@ one Spark type in every table and draw from one set of values, so joins between 
 match rows. The data holds what equivalence runs need: NULL keys, duplicate keys, hot keys (one
 value holds 80-95% of `fact.k`, `fact2.k`, `fact2.s` and `part_f.p`), strings with quotes,
 backslashes, tabs and unicode, decimal and double columns (-0.0 and a NaN among them), dates, and
-one table partitioned by a key column (`part_f`, PARTITIONED BY p). Dimensions hold few
+one table partitioned by a key column (`part_f`, PARTITIONED BY p), and boolean columns with NULLs
+(`fact.flag`, `dim_k.active`, `orders.is_open`: a bare column is a whole predicate). Dimensions hold few
 duplicates and never duplicate a hot key, so a join of two hot tables and any number of
 dimensions stays around the size of the two hot tables' join.
 
@@ -96,6 +97,7 @@ TABLES: dict[str, list[Column]] = {
         _c("q", "int"),
         _c("amt", "decimal(12,2)"),
         _c("v", "double"),
+        _c("flag", "boolean"),
     ],
     "fact2": [
         _c("id", "bigint"),
@@ -118,12 +120,28 @@ TABLES: dict[str, list[Column]] = {
         _c("v", "double"),
         _c("p", "P"),
     ],
-    "dim_k": [_c("k", "K"), _c("name", "string"), _c("g", "G"), _c("w", "X"), _c("dk", "DK"), _c("r", "int")],
+    "dim_k": [
+        _c("k", "K"),
+        _c("name", "string"),
+        _c("g", "G"),
+        _c("w", "X"),
+        _c("dk", "DK"),
+        _c("r", "int"),
+        _c("active", "boolean"),
+    ],
     "dim_s": [_c("s", "S"), _c("label", "string"), _c("g", "G"), _c("r", "int")],
     "dim_d": [_c("dt", "D"), _c("yr", "int"), _c("mo", "int"), _c("wk", "int"), _c("p", "P")],
     "dim_p": [_c("p", "P"), _c("region", "string"), _c("g", "G")],
     "dim_g": [_c("g", "G"), _c("gname", "string"), _c("r", "int")],
-    "orders": [_c("order_id", "ID"), _c("k", "K"), _c("g", "G"), _c("dt", "D"), _c("s", "S"), _c("r", "int")],
+    "orders": [
+        _c("order_id", "ID"),
+        _c("k", "K"),
+        _c("g", "G"),
+        _c("dt", "D"),
+        _c("s", "S"),
+        _c("r", "int"),
+        _c("is_open", "boolean"),
+    ],
     "lines": [
         _c("line_id", "bigint"),
         _c("order_id", "ID"),
@@ -307,6 +325,12 @@ def build_data(seed: int = DEFAULT_SEED) -> FuzzData:
             )
         )
     rows["lines"] = lines
+
+    # The boolean columns, last in their tables, from a generator of their own: the other columns'
+    # values stay what they were before these columns existed.
+    flags = random.Random(seed + 1)
+    for table, true_share, null_rate in (("fact", 0.3, 0.1), ("dim_k", 0.7, 0.05), ("orders", 0.4, 0.1)):
+        rows[table] = [(*row, _maybe(flags, flags.random() < true_share, null_rate)) for row in rows[table]]
 
     data = FuzzData(seed=seed, rows=rows)
     for table, cols in TABLES.items():
