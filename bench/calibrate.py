@@ -10,6 +10,8 @@ Parts (each prints one table; all of them by default):
 - joins: a 4M-row fact joined to dimensions of 20k-1M rows, filtered to 1%, 10% or all of their
   rows, narrow or wide: Spark alone against BROADCAST, SHUFFLE_HASH and MERGE hints, and what
   select_join_algorithms chooses;
+- broadcast_probe: the 400k and 1M-row dimensions filtered to 1% against the fact filtered to
+  4,000..4M rows: Spark alone against BROADCAST, by the other side's estimated bytes;
 - shuffle_hash: the 400k and 1M-row dimensions (too big to broadcast) against the fact filtered to
   1/16..all of its rows: Spark alone against SHUFFLE_HASH, by how many times bigger the other side
   is (rows, bytes over the columns read, bytes over all columns), and what the rule chose;
@@ -257,6 +259,59 @@ def print_joins(rows: list[dict]) -> None:
             f"{_mb(r['memory_bytes']):>7} {'-' if ratio is None else f'{ratio:.2f}':>7} {r['none']:8.2f} "
             f"{r['BROADCAST']:6.2f} {r['SHUFFLE_HASH']:6.2f} {r['MERGE']:6.2f} | {r['hiveopt']:12} "
             f"{r['none'] / r['hiveopt_s']:13.2f}"
+        )
+
+
+# -- broadcast: the other side's size --------------------------------------------------------------
+PROBE_CUTS = (1, 4, 16, 64, 250, 1000)  # the fact's rows the probe side keeps: v < cut, cut/1000 of them
+
+
+def broadcast_probe(lab: Lab) -> list[dict]:
+    """The dimensions Spark does not broadcast by itself (400k and 1M rows) filtered to 1% (a side
+    the rule broadcasts) joined to the fact filtered to 4,000..4M rows (by `v`): Spark alone
+    against a BROADCAST hint on the dimension, by the other side's estimated bytes. Spark alone
+    shuffles both sides and AQE then broadcasts the small one; the hint saves the other side's
+    shuffle, which is worth little when that side is small too."""
+    out = []
+    for n in DIM_ROWS[2:]:
+        for cut in PROBE_CUTS:
+            sql = (
+                f"SELECT COUNT(*) AS n, SUM(f.v) AS v, MAX(d.s1) AS s FROM {DB}.fact AS f "
+                f"JOIN {DB}.dim_{n} AS d ON f.k = d.k WHERE d.f < 1 AND f.v < {cut}"
+            )
+            chosen, decisions = lab.optimized(sql, "select_join_algorithms")
+            detail = (decisions["all"] or [{}])[0]
+            row = {
+                "dim_rows": n,
+                "probe_rows": FACT_ROWS * cut // 1000,
+                "estimated_build_bytes": detail.get("build_bytes"),
+                "estimated_probe_bytes": detail.get("probe_bytes"),
+                "hiveopt": detail.get("hint") if detail.get("fired") else "none",
+                "why": detail.get("reason", ""),
+            }
+            expected = lab.rows(sql)
+            hinted = _hinted(sql, "BROADCAST")
+            assert lab.rows(hinted) == expected, sql
+            row["none"], row["BROADCAST"] = lab.seconds(sql), lab.seconds(hinted)
+            out.append(row)
+            print(
+                f"  {n:>9,} rows (1% kept) against {row['probe_rows']:>9,}: spark {row['none']:.2f} s, "
+                f"broadcast {row['BROADCAST']:.2f} s; hiveopt {row['hiveopt']}",
+                flush=True,
+            )
+    return out
+
+
+def print_broadcast_probe(rows: list[dict]) -> None:
+    print(
+        f"\n{'dim rows':>9} {'build MB':>8} {'probe rows':>10} {'probe MB':>8} {'spark s':>8} {'BHJ':>6} "
+        f"{'spark/BHJ':>9} | hiveopt"
+    )
+    for r in rows:
+        print(
+            f"{r['dim_rows']:9,} {_mb(r['estimated_build_bytes']):>8} {r['probe_rows']:10,} "
+            f"{_mb(r['estimated_probe_bytes']):>8} {r['none']:8.2f} {r['BROADCAST']:6.2f} "
+            f"{r['none'] / r['BROADCAST']:9.2f} | {r['hiveopt']}"
         )
 
 
@@ -700,7 +755,9 @@ def print_siblings(rows: list[dict]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--parts", default="joins,shuffle_hash,shuffle_hash_keys,reorder,skew,window,exists,siblings")
+    parser.add_argument(
+        "--parts", default="joins,broadcast_probe,shuffle_hash,shuffle_hash_keys,reorder,skew,window,exists,siblings"
+    )
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--scale", default="1", help="TPC-H scale of the reorder part")
     args = parser.parse_args()
@@ -713,6 +770,9 @@ def main() -> int:
     if "joins" in parts:
         print("joins: Spark alone against each join algorithm", flush=True)
         results["joins"] = joins(lab)
+    if "broadcast_probe" in parts:
+        print("broadcast_probe: Spark alone against BROADCAST by the other side's size", flush=True)
+        results["broadcast_probe"] = broadcast_probe(lab)
     if "shuffle_hash" in parts:
         print("shuffle_hash: Spark alone against SHUFFLE_HASH by the other side's size", flush=True)
         results["shuffle_hash"] = shuffle_hash(lab)
@@ -736,6 +796,7 @@ def main() -> int:
         results["siblings"] = siblings(lab)
     printers = {
         "joins": print_joins,
+        "broadcast_probe": print_broadcast_probe,
         "shuffle_hash": print_shuffle_hash,
         "shuffle_hash_keys": print_shuffle_hash_keys,
         "reorder": print_reorder,
