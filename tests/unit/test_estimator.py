@@ -4,7 +4,12 @@ import pytest
 
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
-from dbt.adapters.hiveopt.optimizer.selectivity import DEFAULT_EQUALITY_SELECTIVITY, DEFAULT_LIKE_SELECTIVITY
+from dbt.adapters.hiveopt.optimizer.selectivity import (
+    DEFAULT_BETWEEN_SELECTIVITY,
+    DEFAULT_EQUALITY_SELECTIVITY,
+    DEFAULT_LIKE_SELECTIVITY,
+    DEFAULT_RANGE_SELECTIVITY,
+)
 from dbt.adapters.hiveopt.optimizer.statistics import Precision, StatsCatalog
 
 SCHEMA = {
@@ -129,6 +134,42 @@ def test_two_bounds_on_one_column_form_one_interval():
     # Not 0.5 * 0.5: the month of July is one twelfth of the year, not a quarter of it.
     estimate = rows("SELECT k FROM db.t WHERE d >= DATE '2020-07-01' AND d < DATE '2020-08-01'")
     assert estimate.value == pytest.approx(1000 * 31 / 365, rel=0.05)
+
+
+@pytest.mark.parametrize(
+    "where, expected",
+    [
+        # TPC-DS q64: `i_current_price BETWEEN 64 AND 64 + 10 AND i_current_price BETWEEN 64 + 1
+        # AND 64 + 15` keeps 65..74, where two independent BETWEENs put item at a sixtieth of it.
+        ("k BETWEEN 11 AND 50 AND k BETWEEN 21 AND 70", "k BETWEEN 21 AND 50"),
+        ("k BETWEEN 11 AND 50 AND k < 30", "k >= 11 AND k < 30"),
+        ("k BETWEEN 11 AND 50 AND k >= 21 AND k <= 70", "k BETWEEN 21 AND 50"),
+        ("k >= 21 AND k <= 50", "k BETWEEN 21 AND 50"),
+        (
+            "d BETWEEN DATE '2020-02-01' AND DATE '2020-06-30' AND d >= DATE '2020-03-01'",
+            "d BETWEEN DATE '2020-03-01' AND DATE '2020-06-30'",
+        ),
+        ("n BETWEEN 1 AND 50 AND n BETWEEN 2 AND 80", "n BETWEEN 2 AND 50"),  # the histogram's buckets
+    ],
+)
+def test_betweens_and_bounds_on_one_column_form_one_interval(where, expected):
+    assert rows(f"SELECT k FROM db.t WHERE {where}").value == pytest.approx(
+        rows(f"SELECT k FROM db.t WHERE {expected}").value
+    )
+
+
+def test_disjoint_bounds_select_nothing_and_a_between_alone_is_as_before():
+    assert rows("SELECT k FROM db.t WHERE k BETWEEN 1 AND 10 AND k BETWEEN 20 AND 30").value == 0
+    # 39 of the 99 steps between min and max and one value's share (0.9 / 100) for the inclusive
+    # upper bound, of the non-null rows: BETWEEN's own formula, which the interval keeps.
+    between = rows("SELECT k FROM db.t WHERE k BETWEEN 11 AND 50").value
+    assert between == pytest.approx(1000 * 0.9 * (39 / 99 + 0.9 / 100))
+
+
+def test_a_between_without_column_statistics_counts_once():
+    stats = StatsCatalog.from_dict({"db.blank": {"row_count": 1000}})
+    both = rows("SELECT k FROM db.blank WHERE k BETWEEN 1 AND 10 AND k < 5", stats).value
+    assert both == pytest.approx(1000 * DEFAULT_BETWEEN_SELECTIVITY * DEFAULT_RANGE_SELECTIVITY)
 
 
 def test_a_key_pinned_by_a_filter_keeps_only_the_pinned_values():

@@ -1,8 +1,8 @@
 """Selectivity of predicates over a relation estimate (System R / Selinger, textbook formulas):
 equality selects 1/NDV (or a heavy hitter's own frequency), ranges read min/max or the
 equi-height histogram, IN-lists add equalities, NULL tests read null counts, AND multiplies
-(bounds on one column form one interval), OR adds minus the overlap. Every default is a named
-constant here.
+(bounds on one column, BETWEENs included, form one interval), OR adds minus the overlap. Every
+default is a named constant here.
 
 >>> import sqlglot
 >>> from dbt.adapters.hiveopt.optimizer.statistics import Estimate
@@ -195,9 +195,17 @@ _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _RANGE_OPS = {exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
 
 
-def _range_bound(predicate: exp.Expression) -> tuple[str, str, Any] | None:
-    """(`alias.column`, "lower"/"upper", value) for `column <op> literal` range predicates."""
+def _range_bounds(predicate: exp.Expression) -> list[tuple[str, str, Any, bool]] | None:
+    """The bounds a range predicate puts on one column, as (`alias.column`, "lower" or "upper",
+    value, inclusive): one for `column <op> literal` (either way round), two for `column BETWEEN
+    low AND high`; None for anything else."""
     p = predicate.unnest() if isinstance(predicate, exp.Paren) else predicate
+    if isinstance(p, exp.Between) and isinstance(p.this, exp.Column) and not p.args.get("symmetric"):
+        (ok_lo, low), (ok_hi, high) = literal_value(p.args["low"]), literal_value(p.args["high"])
+        if not (ok_lo and ok_hi):
+            return None
+        key = f"{p.this.table}.{p.this.name}".lower()
+        return [(key, "lower", low, True), (key, "upper", high, True)]
     if type(p) not in _RANGE_OPS:
         return None
     op = _RANGE_OPS[type(p)]
@@ -210,31 +218,39 @@ def _range_bound(predicate: exp.Expression) -> tuple[str, str, Any] | None:
         return None
     if not ok:
         return None
-    return f"{column.table}.{column.name}".lower(), ("lower" if op in (">", ">=") else "upper"), value
+    key = f"{column.table}.{column.name}".lower()
+    return [(key, "lower" if op in (">", ">=") else "upper", value, op in ("<=", ">="))]
 
 
 def conjunction_selectivity(predicates: list[exp.Expression], relation: RelationEstimate) -> float:
-    """AND of predicates. Range bounds on one column form one interval (a > x AND a < y is
-    not two independent halves); everything else multiplies."""
+    """AND of predicates. The range bounds on one column, BETWEENs' included, form one interval
+    (`a > x AND a < y` is not two independent halves, nor `a BETWEEN 64 AND 74 AND a BETWEEN 65
+    AND 79` two independent tenths: TPC-DS q64); everything else multiplies."""
     share = 1.0
-    bounds: dict[str, dict[str, list[tuple[Any, exp.Expression]]]] = {}
+    bounds: dict[str, dict[str, list[tuple[Any, bool, exp.Expression]]]] = {}
     for predicate in predicates:
-        bound = _range_bound(predicate)
-        if bound is None:
+        found = _range_bounds(predicate)
+        if found is None:
             share *= selectivity(predicate, relation)
-        else:
-            key, side, value = bound
-            bounds.setdefault(key, {"lower": [], "upper": []})[side].append((value, predicate))
+            continue
+        for key, side, value, inclusive in found:
+            bounds.setdefault(key, {"lower": [], "upper": []})[side].append((value, inclusive, predicate))
     for key, sides in bounds.items():
         column = relation.column(key)
-        lows = [v for v, _ in sides["lower"] if _as_number(v) is not None]
-        highs = [v for v, _ in sides["upper"] if _as_number(v) is not None]
-        below_hi = _fraction_below(column, min(highs, key=_as_number)) if highs else None
-        below_lo = _fraction_below(column, max(lows, key=_as_number)) if lows else None
+        lows = [(_as_number(v), v) for v, _, _ in sides["lower"] if _as_number(v) is not None]
+        highs = [(_as_number(v), not inclusive, v) for v, inclusive, _ in sides["upper"] if _as_number(v) is not None]
+        low = max(lows, key=lambda b: b[0])[1] if lows else None
+        # The tightest upper bound; of equal ones the exclusive (`< x` under `<= x`).
+        _, high_exclusive, high = max(highs, key=lambda b: (-b[0], b[1])) if highs else (None, True, None)
+        below_hi = _fraction_below(column, high) if highs else None
+        below_lo = _fraction_below(column, low) if lows else None
         if lows and highs and below_hi is not None and below_lo is not None:
-            share *= max(below_hi - below_lo, 0.0) * _non_null(column)
+            # As a BETWEEN alone: an inclusive upper bound adds its value's own share.
+            equal = _equality(column, high) if not high_exclusive and not column.ndv.is_absent else 0.0
+            share *= max(min(below_hi - below_lo + equal, 1.0), 0.0) * _non_null(column)
         else:
-            for _, predicate in sides["lower"] + sides["upper"]:
+            alone = {id(p): p for _, _, p in sides["lower"] + sides["upper"]}  # a BETWEEN once
+            for predicate in alone.values():
                 share *= selectivity(predicate, relation)
     return share
 
