@@ -270,8 +270,8 @@ def broadcast_probe(lab: Lab) -> list[dict]:
     """The dimensions Spark does not broadcast by itself (400k and 1M rows) filtered to 1% (a side
     the rule broadcasts) joined to the fact filtered to 4,000..4M rows (by `v`): Spark alone
     against a BROADCAST hint on the dimension, by the other side's estimated bytes. Spark alone
-    shuffles both sides and AQE then broadcasts the small one; the hint saves the other side's
-    shuffle, which is worth little when that side is small too."""
+    shuffles both sides and AQE then broadcasts the small one; the hint saves those shuffles. Does
+    that still pay when the other side is small too? (It does: docs/calibration.md.)"""
     out = []
     for n in DIM_ROWS[2:]:
         for cut in PROBE_CUTS:
