@@ -236,23 +236,31 @@ def conjunction_selectivity(predicates: list[exp.Expression], relation: Relation
         for key, side, value, inclusive in found:
             bounds.setdefault(key, {"lower": [], "upper": []})[side].append((value, inclusive, predicate))
     for key, sides in bounds.items():
-        column = relation.column(key)
-        lows = [(_as_number(v), v) for v, _, _ in sides["lower"] if _as_number(v) is not None]
-        highs = [(_as_number(v), not inclusive, v) for v, inclusive, _ in sides["upper"] if _as_number(v) is not None]
-        low = max(lows, key=lambda b: b[0])[1] if lows else None
+        lows = [(n, v) for v, _, _ in sides["lower"] if (n := _as_number(v)) is not None]
         # The tightest upper bound; of equal ones the exclusive (`< x` under `<= x`).
-        _, high_exclusive, high = max(highs, key=lambda b: (-b[0], b[1])) if highs else (None, True, None)
-        below_hi = _fraction_below(column, high) if highs else None
-        below_lo = _fraction_below(column, low) if lows else None
-        if lows and highs and below_hi is not None and below_lo is not None:
-            # As a BETWEEN alone: an inclusive upper bound adds its value's own share.
-            equal = _equality(column, high) if not high_exclusive and not column.ndv.is_absent else 0.0
-            share *= max(min(below_hi - below_lo + equal, 1.0), 0.0) * _non_null(column)
+        highs = [(n, inclusive, v) for v, inclusive, _ in sides["upper"] if (n := _as_number(v)) is not None]
+        interval = None
+        if lows and highs:
+            _, low = max(lows, key=lambda b: b[0])
+            _, inclusive, high = min(highs, key=lambda b: (b[0], b[1]))
+            interval = _interval(relation.column(key), low, high, inclusive)
+        if interval is not None:
+            share *= interval
         else:
             alone = {id(p): p for _, _, p in sides["lower"] + sides["upper"]}  # a BETWEEN once
             for predicate in alone.values():
                 share *= selectivity(predicate, relation)
     return share
+
+
+def _interval(column: ColumnEstimate, low: Any, high: Any, high_inclusive: bool) -> float | None:
+    """Share of the rows with low <= column < high (<= high: plus that value's own share), or None
+    where the column's range is unknown."""
+    below_hi, below_lo = _fraction_below(column, high), _fraction_below(column, low)
+    if below_hi is None or below_lo is None:
+        return None
+    equal = _equality(column, high) if high_inclusive and not column.ndv.is_absent else 0.0
+    return max(min(below_hi - below_lo + equal, 1.0), 0.0) * _non_null(column)
 
 
 def selectivity(predicate: exp.Expression, relation: RelationEstimate) -> float:
@@ -292,12 +300,10 @@ def selectivity(predicate: exp.Expression, relation: RelationEstimate) -> float:
         if isinstance(p.this, exp.Column):
             ok_lo, lo = literal_value(p.args["low"])
             ok_hi, hi = literal_value(p.args["high"])
-            c = relation.column(f"{p.this.table}.{p.this.name}")
             if ok_lo and ok_hi:
-                below_hi, below_lo = _fraction_below(c, hi), _fraction_below(c, lo)
-                if below_hi is not None and below_lo is not None:
-                    eq = _equality(c, hi) if not c.ndv.is_absent else 0.0
-                    return max(min(below_hi - below_lo + eq, 1.0), 0.0) * _non_null(c)
+                share = _interval(relation.column(f"{p.this.table}.{p.this.name}"), lo, hi, high_inclusive=True)
+                if share is not None:
+                    return share
         return DEFAULT_BETWEEN_SELECTIVITY
     if isinstance(p, exp.In):
         if isinstance(p.this, exp.Column) and p.expressions and not p.args.get("query"):
