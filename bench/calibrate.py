@@ -109,6 +109,15 @@ class Lab:
             times.append(time.perf_counter() - started)
         return statistics.median(times)
 
+    def variants(self, sql: str, variants: dict[str, str]) -> dict[str, float]:
+        """Each variant's median seconds (`seconds`), after checking it returns `sql`'s rows."""
+        expected = self.rows(sql)
+        times = {}
+        for name, query in variants.items():
+            assert self.rows(query) == expected, (name, sql)
+            times[name] = self.seconds(query)
+        return times
+
     def rows(self, sql: str):
         def value(v):
             return float(f"{float(v):.10g}") if isinstance(v, float) or type(v).__name__ == "Decimal" else v
@@ -231,11 +240,8 @@ def joins(lab: Lab) -> list[dict]:
                     "why": detail.get("reason", ""),
                     "memory_bytes": lab.broadcast_bytes(_hinted(sql, "BROADCAST")),
                 }
-                expected = lab.rows(sql)
-                for variant in ("none", "BROADCAST", "SHUFFLE_HASH", "MERGE"):
-                    query = sql if variant == "none" else _hinted(sql, variant)
-                    assert lab.rows(query) == expected, (variant, sql)
-                    row[variant] = lab.seconds(query)
+                hints = ("BROADCAST", "SHUFFLE_HASH", "MERGE")
+                row.update(lab.variants(sql, {"none": sql, **{h: _hinted(sql, h) for h in hints}}))
                 row["hiveopt_s"] = row[row["hiveopt"] if row["hiveopt"] != "none" else "none"]
                 out.append(row)
                 print(
@@ -289,10 +295,7 @@ def broadcast_probe(lab: Lab) -> list[dict]:
                 "hiveopt": detail.get("hint") if detail.get("fired") else "none",
                 "why": detail.get("reason", ""),
             }
-            expected = lab.rows(sql)
-            hinted = _hinted(sql, "BROADCAST")
-            assert lab.rows(hinted) == expected, sql
-            row["none"], row["BROADCAST"] = lab.seconds(sql), lab.seconds(hinted)
+            row.update(lab.variants(sql, {"none": sql, "BROADCAST": _hinted(sql, "BROADCAST")}))
             out.append(row)
             print(
                 f"  {n:>9,} rows (1% kept) against {row['probe_rows']:>9,}: spark {row['none']:.2f} s, "
@@ -354,14 +357,16 @@ def shuffle_hash(lab: Lab) -> list[dict]:
                 table = f"{DB}.fact" if other == "f" else f"{DB}.dim_{n}"
                 if probe_bytes:
                     row["estimated_probe_read_bytes"] = probe_bytes * _width(lab, table, reads) / _width(lab, table)
-                expected = lab.rows(sql)
-                for variant, query in (
-                    ("none", sql),
-                    ("SHJ(d)", _hinted(sql, "SHUFFLE_HASH", "d")),
-                    ("SHJ(f)", _hinted(sql, "SHUFFLE_HASH", "f")),
-                ):
-                    assert lab.rows(query) == expected, (variant, sql)
-                    row[variant] = lab.seconds(query)
+                row.update(
+                    lab.variants(
+                        sql,
+                        {
+                            "none": sql,
+                            "SHJ(d)": _hinted(sql, "SHUFFLE_HASH", "d"),
+                            "SHJ(f)": _hinted(sql, "SHUFFLE_HASH", "f"),
+                        },
+                    )
+                )
                 row["hiveopt_s"] = row["none"] if chosen == sql else lab.seconds(chosen)
                 out.append(row)
                 print(
@@ -449,14 +454,16 @@ def shuffle_hash_keys(lab: Lab) -> list[dict]:
                         f"JOIN {DB}.dim_keys_{n} AS d ON {on} WHERE f.v < {1000 * share:g}"
                     )
                     row = {"dim_rows": n, "probe_rows": round(FACT_ROWS * share), "key": shape}
-                    expected = lab.rows(sql)
-                    for variant, query in (
-                        ("sort-merge", sql),
-                        ("SHJ(d)", _hinted(sql, "SHUFFLE_HASH", "d")),
-                        ("SHJ(f)", _hinted(sql, "SHUFFLE_HASH", "f")),
-                    ):
-                        assert lab.rows(query) == expected, (variant, sql)
-                        row[variant] = lab.seconds(query)
+                    row.update(
+                        lab.variants(
+                            sql,
+                            {
+                                "sort-merge": sql,
+                                "SHJ(d)": _hinted(sql, "SHUFFLE_HASH", "d"),
+                                "SHJ(f)": _hinted(sql, "SHUFFLE_HASH", "f"),
+                            },
+                        )
+                    )
                     out.append(row)
                     print(
                         f"  {n:>9,} rows against {row['probe_rows']:>9,} on {shape:9}: sort-merge "
