@@ -50,7 +50,7 @@ from dbt.adapters.hiveopt.optimizer import (
 )
 from dbt.adapters.hiveopt.optimizer.context import FetchedValues
 from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES, value_fetches
-from dbt.adapters.hiveopt.optimizer.prepare import parse_query, unnamed_outputs
+from dbt.adapters.hiveopt.optimizer.prepare import parse_query
 from dbt.adapters.hiveopt.optimizer.statistics import StatisticsError
 from fuzz import inputs
 from fuzz.compare import RowDiff, compare_rows
@@ -252,14 +252,7 @@ class Runner:
         config, statistics = self.inputs(case)
         sql = case.query.sql
         try:
-            parsed = parse_query(sql)
-            # As the adapter does: Spark says how it names the output expressions without an alias.
-            names = (
-                [str(row[0]) for row in self.spark.sql(f"DESCRIBE QUERY {sql}").collect()]
-                if unnamed_outputs(parsed)
-                else None
-            )
-            prepared = prepare_query(sql, self.schema, parsed=parsed, spark_output_names=names)
+            prepared = prepare_query(sql, self.schema, parsed=parse_query(sql), names_later=True)
         except Exception:
             prepared = None
         fetched: dict[str, FetchedValues] = {}
@@ -287,6 +280,9 @@ class Runner:
             materialization=case.materialization,
             partitioning=self.partitioning,
             fetched_values=fetched,
+            # As the adapter does: once a rule rewrote the query, Spark says how it names the
+            # output expressions without an alias.
+            spark_output_names=lambda: [str(row[0]) for row in self.spark.sql(f"DESCRIBE QUERY {sql}").collect()],
         )
         return optimize(sql, context, prepared)
 

@@ -40,6 +40,11 @@ FILES = {
     "models/unaliased.sql": (
         "select count(*) from {{ ref('people') }} p join {{ ref('orders') }} o on o.person_id = p.id"
     ),
+    # Unaliased too, but no rule rewrites it: Spark runs it as written and is never asked for names.
+    "models/unaliased_unchanged.sql": (
+        "{{ config(hiveopt={'rules': {'select_join_algorithms': false}}) }}\n"
+        "select count(*), max(o.amount) from {{ ref('people') }} p join {{ ref('orders') }} o on o.person_id = p.id"
+    ),
     # No join, no subquery: no rule could rewrite it, so the optimizer does not even look.
     "models/one_table.sql": "select count(*) from {{ ref('people') }}",
     "models/schema.yml": """
@@ -113,6 +118,11 @@ def test_seed_run_test_show(project, spark):
     unaliased = record(project, "unaliased")
     assert unaliased["fired_rules"] == ["select_join_algorithms"] and "AS `count(1)`" in unaliased["optimized_sql"]
     assert spark.sql("SELECT * FROM commands.unaliased").columns == ["count(1)"]
+    unchanged = record(project, "unaliased_unchanged")
+    assert unchanged["fired_rules"] == [] and unchanged["fallback_reason"] is None
+    assert spark.sql("SELECT * FROM commands.unaliased_unchanged").columns == ["count(1)", "max(amount)"]
+    described = events.matching("DESCRIBE QUERY")
+    assert described and not [m for m in described if "max(o.amount)" in m.lower()], described
     expected = spark.sql("SELECT count(*) FROM commands.people p JOIN commands.orders o ON o.person_id = p.id")
     assert spark.table("commands.unaliased").collect() == expected.collect()
     one_table = record(project, "one_table")

@@ -161,6 +161,50 @@ def test_a_rewrite_of_an_unaliased_output_builds_the_same_columns():
     assert output_names(parse_query(result.sql)) == ["count(1)"]
 
 
+class SparkNames:
+    """The adapter's DESCRIBE QUERY, counted: Spark's names for the query's outputs."""
+
+    def __init__(self, names):
+        self.names, self.asked = names, 0
+
+    def __call__(self):
+        self.asked += 1
+        return self.names
+
+
+def named_later(sql, names, **config):
+    """optimize() as the adapter calls it: Spark is asked for output names only if a rule rewrites."""
+    ask = SparkNames(names)
+    context = OptimizerContext(
+        schema=SCHEMA, statistics=STATS, config=OptimizerConfig.from_dicts(config), spark_output_names=ask
+    )
+    return optimize(sql, context, prepare_query(sql, SCHEMA, names_later=True)), ask
+
+
+def test_spark_names_an_unaliased_output_only_when_a_rule_rewrites_the_query():
+    sql = "SELECT COUNT(*) FROM db.t JOIN db.u ON t.k = u.k"
+    result, ask = named_later(sql, ["count(1)"])
+    assert ask.asked == 1 and result.changed and "BROADCAST(u)" in result.sql
+    assert output_names(parse_query(result.sql)) == ["count(1)"]
+    assert "_hiveopt_output" not in result.sql
+    # Nothing rewritten: Spark is not asked, and runs the text as written (no DESCRIBE QUERY paid).
+    result, ask = named_later(sql, ["count(1)"], rules={"select_join_algorithms": False})
+    assert ask.asked == 0 and not result.changed and result.fallback_reason is None and result.sql == sql
+
+
+@pytest.mark.parametrize("names", [None, ["count(1)", "extra"]])
+def test_a_rewrite_without_spark_names_for_its_outputs_runs_as_written(names):
+    sql = "SELECT COUNT(*) FROM db.t JOIN db.u ON t.k = u.k"
+    result, ask = named_later(sql, names)
+    assert ask.asked == 1 and not result.changed and result.sql == sql
+    assert "without an alias" in result.fallback_reason
+
+
+def test_names_later_still_refuses_a_star_beside_an_unaliased_output():
+    with pytest.raises(UnsupportedQuery, match="without an alias"):
+        prepare_query("SELECT *, k + 1 FROM db.t", SCHEMA, names_later=True)
+
+
 def test_an_unaliased_scalar_subquery_keeps_its_name_when_siblings_merge():
     # Fuzzer, seed 7, cases 735 and 801: Spark names both unaliased subqueries `scalarsubquery()`;
     # merging the siblings into one cross-joined pass renamed one of them `_hiveopt_2`.

@@ -38,7 +38,7 @@ from dbt.adapters.hiveopt.optimizer import (
 )
 from dbt.adapters.hiveopt.optimizer.context import FetchedValues, ValueFetch
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
-from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery, unnamed_outputs
+from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery
 from dbt.adapters.hiveopt.optimizer.view_statistics import base_columns, view_statistics
 from dbt.adapters.hiveopt.project_graph import read_unbuilt, seed_files, sources_read, words_downstream
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
@@ -229,11 +229,11 @@ class InputGatherer:
                 materialization=materialization,
                 bucketing=bucketing,
                 partitioning=partitioning,
+                spark_output_names=lambda: self._spark_output_names(sql, label),
             )
         )
         try:
-            names = self._spark_output_names(sql, parsed, label)
-            inputs.prepared = prepare_query(sql, schema, parsed=parsed, spark_output_names=names)
+            inputs.prepared = prepare_query(sql, schema, parsed=parsed, names_later=True)
         except Exception:
             return inputs  # optimize() prepares it again and reports why; no statistics I/O for it
         if not needs_statistics(inputs.prepared.expression, config):
@@ -259,14 +259,13 @@ class InputGatherer:
         self._prepass(inputs, config, label)
         return inputs
 
-    def _spark_output_names(self, sql: str, parsed: exp.Query, label: str) -> list[str] | None:
-        """The model's output column names as Spark names them, when an output expression has no
-        alias (`SELECT k, COUNT(*)`: Spark calls it `count(1)`): one DESCRIBE QUERY, an analysis
-        that runs nothing. The rewrite then gives each such expression that name, and builds the
-        table dbt-spark would (TPC-DS: 14 of its 99 queries). None: no name is needed, or Spark
-        could not say (the query runs as written, with the reason)."""
-        if not unnamed_outputs(parsed):
-            return None
+    def _spark_output_names(self, sql: str, label: str) -> list[str] | None:
+        """The model's output column names as Spark names them, asked by the optimizer when a rule
+        rewrote a model with an output expression without an alias (`SELECT k, COUNT(*)`: Spark
+        calls it `count(1)`): one DESCRIBE QUERY, an analysis that runs nothing. The rewrite then
+        gives each such expression that name, and builds the table dbt-spark would (TPC-DS: 14 of
+        its 99 queries; a model no rule rewrites never pays for it). None: Spark could not say
+        (the query runs as written, with the reason)."""
         try:
             return [str(row[0]) for row in self.statistics.execute(f"DESCRIBE QUERY {sql}")]
         except Exception as error:

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,9 @@ class OptimizerContext:
     partitioning: dict[str, list[str]] = field(default_factory=dict)
     # Small-side key values fetched before the rules, by ValueFetch.key (partition pruning).
     fetched_values: dict[str, FetchedValues] = field(default_factory=dict)
+    # Spark's names for the query's output columns (the adapter's DESCRIBE QUERY), asked only
+    # when a rule rewrote a query with an output expression without an alias (None: not asked).
+    spark_output_names: Callable[[], Sequence[str] | None] | None = None
 
 
 @dataclass

@@ -23,7 +23,7 @@ from dbt.adapters.hiveopt.optimizer.decisions import DecisionLog, RuleRun
 from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.invariants import check_invariants, generate_checked
 from dbt.adapters.hiveopt.optimizer.join_trees import join_trees
-from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery, UnsupportedQuery, prepare_query
+from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery, UnsupportedQuery, name_outputs, prepare_query
 from dbt.adapters.hiveopt.optimizer.rule import Rule, check_report
 from dbt.adapters.hiveopt.optimizer.rules.merge_correlated_aggregates import merge_correlated_aggregates
 from dbt.adapters.hiveopt.optimizer.rules.merge_sibling_aggregates import SHAPE_NAMES, merge_sibling_aggregates
@@ -251,7 +251,8 @@ def optimize(sql: str, context: OptimizerContext, prepared: PreparedQuery | None
         return finish("optimizer switched off" if not context.config.enabled else "every rule switched off")
     try:
         if prepared is None:
-            prepared = prepare_query(sql, context.schema, context.default_db)
+            names_later = context.spark_output_names is not None
+            prepared = prepare_query(sql, context.schema, context.default_db, names_later=names_later)
     except UnsupportedQuery as error:
         return finish(str(error))
     except Exception as error:  # sqlglot internals: never let them fail a dbt run
@@ -286,6 +287,12 @@ def optimize(sql: str, context: OptimizerContext, prepared: PreparedQuery | None
         result.join_trees = {"error": f"{type(error).__name__}: {error}"}
     if any(r.fired for r in result.rules):
         # Only a query a rule changed is regenerated; otherwise Spark runs the text as written.
+        if prepared.placeholders:  # and only then does it need Spark's names for its outputs
+            asked = context.spark_output_names() if context.spark_output_names is not None else None
+            try:
+                name_outputs(expression, prepared, asked)
+            except UnsupportedQuery as error:
+                return finish(str(error))
         try:
             result.sql, result.changed = generate_checked(expression), True
         except Exception as error:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
@@ -37,11 +37,18 @@ class UnsupportedQuery(Exception):
     """The query is outside what the optimizer handles: run the original SQL."""
 
 
+# The alias an unaliased output expression gets until Spark names it (prepare_query's
+# `names_later`), by its position in the output. The rules' own names are `_hiveopt_<n>`.
+_PLACEHOLDER = "_hiveopt_output_{}"
+
+
 @dataclass
 class PreparedQuery:
     expression: exp.Query
     output_names: list[str]
     tables: list[str]  # physical tables read, `db.table`, lowercase
+    # Placeholder alias -> output position, for the outputs Spark is still to name (names_later).
+    placeholders: dict[str, int] = field(default_factory=dict)
 
 
 def parse_query(sql: str) -> exp.Query:
@@ -90,20 +97,9 @@ def output_names(expression: exp.Expression) -> list[str]:
     return [p.alias_or_name for p in outermost_select(expression).selects]
 
 
-def unnamed_outputs(expression: exp.Expression) -> bool:
-    """Whether the query's output has an expression without an alias, which Spark names after
-    its text (`count(1)`, `sum(x)`): a rewrite keeps that name only if it is given as an alias
-    (`spark_output_names` in prepare_query).
-
-    >>> unnamed_outputs(parse_query("SELECT k, COUNT(*) FROM db.t GROUP BY k"))
-    True
-    >>> unnamed_outputs(parse_query("SELECT k, COUNT(*) AS n FROM db.t GROUP BY k"))
-    False
-    """
-    return any(_needs_name(projection) for projection in outermost_select(expression).selects)
-
-
 def _needs_name(projection: exp.Expression) -> bool:
+    """An output expression Spark names after its text (`count(1)`, `sum(x)`): neither aliased nor
+    a plain column or star (the catalog names those)."""
     if isinstance(projection, exp.Alias):
         return False
     inner = projection.unnest() if isinstance(projection, exp.Paren) else projection
@@ -117,32 +113,71 @@ def _is_star(projection: exp.Expression) -> bool:
     )
 
 
-def _pin_output_names(select: exp.Select, spark_names: Sequence[str] | None = None) -> None:
+def _pin_output_names(
+    select: exp.Select, spark_names: Sequence[str] | None = None, names_later: bool = False
+) -> dict[str, int]:
     """Remember each alias as written (qualify lowercases even quoted names in Spark's dialect);
     a plain column keeps the catalog's case, as Spark names it; anything else is given the name
     Spark gives it (`spark_names`, one per output column, from Spark's analysis of the query),
-    or the query runs as written."""
+    or with `names_later` a placeholder (returned: placeholder -> position) that name_outputs
+    replaces once a rule has rewritten the query; otherwise the query runs as written."""
+    placeholders: dict[str, int] = {}
+    later = names_later and spark_names is None
     named = spark_names is not None and len(spark_names) == len(select.selects)
-    if named and any(_is_star(p) for p in select.selects):
-        named = False  # a star is several output columns: the names do not line up
+    if any(_is_star(p) for p in select.selects):
+        named = later = False  # a star is several output columns: the names do not line up
     for i, projection in enumerate(list(select.selects)):
         if isinstance(projection, exp.Alias):
             projection.args["alias"].meta[_ORIGINAL_NAME] = projection.alias
             continue
         if not _needs_name(projection):
             continue
-        if not named:
+        if later:
+            name = _PLACEHOLDER.format(i)
+            placeholders[name] = i
+        elif not named:
             # Spark names an unaliased expression after its text; we cannot reproduce that name.
-            raise UnsupportedQuery(
-                f"output expression without an alias: {projection.sql(DIALECT)[:60]} (give it an alias)"
-            )
-        name = str(spark_names[i])
+            raise UnsupportedQuery(_unnamed(projection))
+        else:
+            name = str(spark_names[i])
         # An Alias node, never exp.alias_: that one names a scalar subquery by the subquery's own
         # alias, which a rule replacing the subquery drops with it (merge_sibling_aggregates named
         # the output `_hiveopt_5`; found by the differential fuzzer).
         aliased = exp.Alias(this=projection.copy(), alias=exp.to_identifier(name, quoted=True))
         aliased.args["alias"].meta[_ORIGINAL_NAME] = name
         projection.replace(aliased)
+    return placeholders
+
+
+def _unnamed(projection: exp.Expression) -> str:
+    return f"output expression without an alias: {projection.sql(DIALECT)[:60]} (give it an alias)"
+
+
+def name_outputs(expression: exp.Expression, prepared: PreparedQuery, spark_names: Sequence[str] | None) -> None:
+    """Give the outputs prepare_query left to Spark (`names_later`) the names Spark gives them
+    (`DESCRIBE QUERY` of the query as written), wherever a rule carried the placeholder, in place.
+    UnsupportedQuery when Spark's names do not line up with the output: the query runs as written.
+
+    >>> schema = {"db": {"t": {"k": "int"}}}
+    >>> prepared = prepare_query("SELECT k, COUNT(*) FROM db.t GROUP BY k", schema, names_later=True)
+    >>> prepared.expression.sql("spark")
+    'SELECT t.k AS k, COUNT(*) AS _hiveopt_output_1 FROM db.t AS t GROUP BY t.k'
+    >>> rewritten = prepared.expression.copy()
+    >>> name_outputs(rewritten, prepared, ["k", "count(1)"])
+    >>> rewritten.sql("spark")
+    'SELECT t.k AS k, COUNT(*) AS `count(1)` FROM db.t AS t GROUP BY t.k'
+    """
+    if not prepared.placeholders:
+        return
+    if spark_names is None or len(spark_names) != len(prepared.output_names):
+        position = min(prepared.placeholders.values())
+        raise UnsupportedQuery(_unnamed(outermost_select(prepared.expression).selects[position].this))
+    for identifier in expression.find_all(exp.Identifier):
+        position = prepared.placeholders.get(identifier.name)
+        if position is not None:
+            name = str(spark_names[position])
+            identifier.set("this", name)
+            identifier.set("quoted", not _SAFE_IDENTIFIER.match(name))
 
 
 def _guard_star_over_using(expression: exp.Expression) -> None:
@@ -205,12 +240,16 @@ def prepare_query(
     default_db: str | None = None,
     parsed: exp.Query | None = None,
     spark_output_names: Sequence[str] | None = None,
+    names_later: bool = False,
 ) -> PreparedQuery:
     """Parse, check the schema covers every table, qualify every column, keep the output names.
     `parsed`: `parse_query(sql)` when the caller has it already (it is not modified).
     `spark_output_names`: the query's output column names as Spark names them (`DESCRIBE QUERY`),
     which an output expression without an alias gets as its alias (the rewrite then builds a
-    table with the same columns); without them such a query is not optimized.
+    table with the same columns); without them such a query is not optimized, unless
+    `names_later`: such an expression is then given a placeholder alias, which name_outputs
+    replaces with Spark's name once a rule has rewritten the query (a query no rule rewrites runs
+    as written and never needs the name).
 
     >>> schema, names = {"db": {"t": {"k": "int"}}}, ["k", "count(1)"]
     >>> prepared = prepare_query("SELECT k, COUNT(*) FROM db.t GROUP BY k", schema, spark_output_names=names)
@@ -228,7 +267,9 @@ def prepare_query(
 
     working = original.copy()
     _guard_star_over_using(working)
-    _pin_output_names(outermost_select(working), spark_output_names)
+    if names_later and any(i.name.lower().startswith(_PLACEHOLDER[:-2]) for i in working.find_all(exp.Identifier)):
+        names_later = False  # the query's own names look like placeholders: they would be renamed
+    placeholders = _pin_output_names(outermost_select(working), spark_output_names, names_later)
     try:
         qualified = qualify(
             working,
@@ -260,7 +301,7 @@ def prepare_query(
             alias.set("this", case_of[alias.name])
     names = output_names(qualified)
     _unquote_safe_identifiers(qualified)
-    return PreparedQuery(expression=qualified, output_names=names, tables=tables)
+    return PreparedQuery(expression=qualified, output_names=names, tables=tables, placeholders=placeholders)
 
 
 def select_scopes(expression: exp.Expression):
