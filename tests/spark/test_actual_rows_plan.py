@@ -9,7 +9,13 @@ import re
 
 import pytest
 
-from dbt.adapters.hiveopt.actual_rows import jvm_sockets_without_nagle, latest_execution_id, read_plan, read_plans
+from dbt.adapters.hiveopt.actual_rows import (
+    jvm_sockets_without_nagle,
+    latest_execution_id,
+    py4j_sockets,
+    read_plan,
+    read_plans,
+)
 
 QUERIES = {
     "broadcast join under an aggregate": """
@@ -116,17 +122,6 @@ def test_the_executions_since_a_noted_one_are_the_latest_so_many(spark, tables):
     assert sorted(read_plans(spark, wanted)) == sorted(wanted)  # no window: all the session keeps
 
 
-def _gateway_sockets(spark):
-    """The JVM's ends of the py4j connections (the reference: the same reflection, read only)."""
-    server = spark.sparkContext._gateway.java_gateway_server
-    kind = server.getClass()
-    while kind.getName() != "py4j.GatewayServer":
-        kind = kind.getSuperclass()
-    field = kind.getDeclaredField("connections")
-    field.setAccessible(True)
-    return [connection.getSocket() for connection in field.get(server).toArray()]
-
-
 def test_a_plan_read_switches_nagle_off_on_the_jvm_end_of_every_py4j_connection(spark, tables):
     """A py4j answer longer than the JVM's 8 KB write buffer is written in two parts, and Nagle's
     algorithm held the second until the first was acknowledged, which the Python side delays by
@@ -140,6 +135,6 @@ def test_a_plan_read_switches_nagle_off_on_the_jvm_end_of_every_py4j_connection(
     finally:
         spark.sparkContext.setLocalProperty("spark.job.description", None)
     assert read_plans(spark, [description])[description].nodes  # the read switches them (and reads)
-    sockets = _gateway_sockets(spark)
+    sockets = py4j_sockets(spark)
     assert len(sockets) >= 1 and all(socket.getTcpNoDelay() for socket in sockets)
     assert jvm_sockets_without_nagle(spark) == 0  # nothing left to switch

@@ -205,6 +205,12 @@ def test_names_later_still_refuses_a_star_beside_an_unaliased_output():
         prepare_query("SELECT *, k + 1 FROM db.t", SCHEMA, names_later=True)
 
 
+def test_names_later_is_not_used_where_the_query_has_placeholder_like_names():
+    # Renaming the placeholders would rename the query's own `_hiveopt_output_0` too.
+    with pytest.raises(UnsupportedQuery, match="without an alias"):
+        prepare_query("SELECT k + 1 FROM (SELECT k AS _hiveopt_output_0, k FROM db.t) AS t", SCHEMA, names_later=True)
+
+
 def test_an_unaliased_scalar_subquery_keeps_its_name_when_siblings_merge():
     # Fuzzer, seed 7, cases 735 and 801: Spark names both unaliased subqueries `scalarsubquery()`;
     # merging the siblings into one cross-joined pass renamed one of them `_hiveopt_2`.

@@ -155,23 +155,28 @@ def jvm_sockets_without_nagle(spark: Any) -> int:
     and only switched, never closed or replaced. Small writes going out at once is all it changes
     for the session's other calls."""
     try:
-        server = spark.sparkContext._gateway.java_gateway_server
-        kind = server.getClass()
-        while kind is not None and kind.getName() != "py4j.GatewayServer":
-            kind = kind.getSuperclass()
-        if kind is None:
-            return 0
-        field = kind.getDeclaredField("connections")
-        field.setAccessible(True)
         switched = 0
-        for connection in field.get(server).toArray():  # a copy: threads connect meanwhile
-            socket = connection.getSocket()
+        for socket in py4j_sockets(spark):
             if socket is not None and not socket.getTcpNoDelay():
                 socket.setTcpNoDelay(True)
                 switched += 1
         return switched
     except Exception:  # another py4j, another gateway: the slow read stands
         return 0
+
+
+def py4j_sockets(spark: Any) -> list[Any]:
+    """The JVM's ends (java.net.Socket) of the session gateway's py4j connections: a private
+    field of py4j's GatewayServer, read by reflection ([] when the gateway has none such)."""
+    server = spark.sparkContext._gateway.java_gateway_server
+    kind = server.getClass()
+    while kind is not None and kind.getName() != "py4j.GatewayServer":
+        kind = kind.getSuperclass()
+    if kind is None:
+        return []
+    field = kind.getDeclaredField("connections")
+    field.setAccessible(True)
+    return [connection.getSocket() for connection in field.get(server).toArray()]  # a copy: threads connect meanwhile
 
 
 def latest_execution_id(spark: Any) -> int:

@@ -149,6 +149,14 @@ def _pin_output_names(
     return placeholders
 
 
+def _placeholder_like_names(expression: exp.Query) -> bool:
+    """Whether the query has an output to name later and an identifier that looks like a
+    placeholder (the walk over every identifier only for queries with such an output)."""
+    if not any(_needs_name(p) for p in outermost_select(expression).selects):
+        return False
+    return any(i.name.lower().startswith(_PLACEHOLDER[:-2]) for i in expression.find_all(exp.Identifier))
+
+
 def _unnamed(projection: exp.Expression) -> str:
     return f"output expression without an alias: {projection.sql(DIALECT)[:60]} (give it an alias)"
 
@@ -267,7 +275,7 @@ def prepare_query(
 
     working = original.copy()
     _guard_star_over_using(working)
-    if names_later and any(i.name.lower().startswith(_PLACEHOLDER[:-2]) for i in working.find_all(exp.Identifier)):
+    if names_later and _placeholder_like_names(working):
         names_later = False  # the query's own names look like placeholders: they would be renamed
     placeholders = _pin_output_names(outermost_select(working), spark_output_names, names_later)
     try:
