@@ -8,7 +8,7 @@ TPCH_DIR := $(CURDIR)/data/tpch-$(TPCH_SCALE)
 export HIVEOPT_TPCH_DIR := $(TPCH_DIR)
 PYTEST_ARGS ?=
 
-.PHONY: install data demo lint test test-all browser bench bench-project bench-tpcds calibrate fuzz clean
+.PHONY: install data demo lint test test-all browser bench bench-project bench-tpcds calibrate fuzz fuzz-corpus clean
 
 # A regular (not editable) install: dbt finds adapters by listing dbt/adapters/*/ in
 # site-packages (`dbt init`, `dbt --version`), which an editable install does not populate.
@@ -87,6 +87,14 @@ N ?= 1000
 SEED ?= 1
 fuzz: install
 	$(BIN)/python -m fuzz --queries $(N) --seed $(SEED)
+
+# The benchmarks' own queries under random statistics: TPC-DS's 99 and TPC-H's 40 at scale 0.01,
+# DRAWS statistics and config each (the first as gathered), original vs optimized on Spark.
+DRAWS ?= 3
+fuzz-corpus: install
+	$(BIN)/pip install -q --no-build-isolation ".[tpcds]"
+	$(BIN)/python -m fuzz.corpus --suite tpcds --draws $(DRAWS) --seed $(SEED)
+	$(BIN)/python -m fuzz.corpus --suite tpch --draws $(DRAWS) --seed $(SEED)
 
 clean:
 	rm -rf integration_tests/target integration_tests/logs integration_tests/.hiveopt-spark .pytest_cache

@@ -10,7 +10,9 @@ must never fail where the original ran (`runner`).
 
 Modules: `tables` (the data and its schema), `queries` (the query generator), `inputs`
 (statistics and config), `compare` (result comparison), `minimize` (shrinking a failing case),
-`runner` (one case, the counts, the summary), `session` (the local SparkSession of the CLI).
+`runner` (one case, the counts, the summary), `session` (the local SparkSession of the CLI),
+`corpus` (the same comparison for TPC-DS's and TPC-H's queries under gathered and distorted
+statistics: `python -m fuzz.corpus --suite tpcds`).
 
 The optimizer is imported from this work tree (`dbt/adapters/hiveopt` next to this package)
 when nothing imported it before: the virtualenv holds an installed copy that may lag behind the

@@ -264,7 +264,7 @@ def random_config(
     more often than others, on the query's key columns (`keys`, by `db.table`) more often than on
     others; `stats`: their statistics, around whose sizes the broadcast and pruning thresholds are
     drawn part of the time (where the rules' decisions turn)."""
-    read = [t for t in (tables or []) if t in TABLES]
+    read = [t for t in (tables or []) if t in data.tables]
     sizes = _sizes(stats, read)
 
     def some_table(pool: list[str]) -> str:
@@ -292,25 +292,30 @@ def random_config(
     if rng.random() < 0.35:
         skewed: dict[str, dict[str, list]] = {}
         for _ in range(rng.randint(1, 2)):
-            table = some_table(["fact", "fact2", "part_f", "dim_k", "orders", "dim_s", "fact"])
-            candidates = [c.name for c in TABLES[table] if c.domain]
-            used = [c for c in candidates if c in (keys or {}).get(f"{DATABASE}.{table}", ())]
+            table = some_table(list(data.skew_pool))
+            candidates = [c.name for c in data.tables[table] if c.domain]
+            if not candidates:  # a corpus table no query joins on (every fuzz table has keys)
+                continue
+            used = [c for c in candidates if c in (keys or {}).get(f"{data.database}.{table}", ())]
             column = rng.choice(used if used and rng.random() < 0.8 else candidates)
-            name = f"{DATABASE}.{table}" if rng.random() < 0.9 else f"{DATABASE.upper()}.{table.capitalize()}"
+            name = f"{data.database}.{table}" if rng.random() < 0.9 else f"{data.database.upper()}.{table.capitalize()}"
             skewed.setdefault(name, {})[column if rng.random() < 0.9 else column.upper()] = _skewed_values(
                 rng, data, table, column
             )
-        config["skewed_keys"] = skewed
+        if skewed:
+            config["skewed_keys"] = skewed
     if rng.random() < 0.5:
         sorted_keys = {}
         # Sorted: a set of names iterates in an order that differs between processes (hash seeds).
-        for table in sorted({some_table(list(TABLES)) for _ in range(rng.randint(1, 3))}):
-            candidates = [c.name for c in TABLES[table] if c.domain]
-            used = [c for c in candidates if c in (keys or {}).get(f"{DATABASE}.{table}", ())]
+        for table in sorted({some_table(list(data.tables)) for _ in range(rng.randint(1, 3))}):
+            candidates = [c.name for c in data.tables[table] if c.domain]
+            if not candidates:
+                continue
+            used = [c for c in candidates if c in (keys or {}).get(f"{data.database}.{table}", ())]
             chosen = set(rng.sample(candidates, rng.randint(1, min(3, len(candidates)))))
             if used and rng.random() < 0.8:
                 chosen.add(rng.choice(used))
-            sorted_keys[f"{DATABASE}.{table}"] = sorted(chosen)
+            sorted_keys[f"{data.database}.{table}"] = sorted(chosen)
         config["sorted_keys"] = sorted_keys
     if rng.random() < 0.6:
         config["prune_max_values"] = rng.choice([1, 1, 2, 3, 5, 10, 1000])

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 
 @contextmanager
-def local_session(folder: str = "") -> Iterator[object]:
+def local_session(folder: str = "", driver_memory: str = "2g") -> Iterator[object]:
     from pyspark.sql import SparkSession
 
     owned = not folder
@@ -23,7 +23,7 @@ def local_session(folder: str = "") -> Iterator[object]:
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "4",
-        "spark.driver.memory": "2g",
+        "spark.driver.memory": driver_memory,
     }
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -161,6 +161,11 @@ class FuzzData:
     rows: dict[str, list[tuple]]
     # table -> column -> Counter of non-NULL values (what an equi-join can match)
     frequencies: dict[str, dict[str, Counter]] = field(default_factory=dict)
+    # What inputs.random_config draws config from (fuzz.corpus has its own): the database, each
+    # table's columns (a join column has a domain), the tables skewed_keys names most often.
+    database = DATABASE
+    tables = TABLES
+    skew_pool = ("fact", "fact2", "part_f", "dim_k", "orders", "dim_s", "fact")
 
     def schema(self) -> dict[str, dict[str, dict[str, str]]]:
         """{db: {table: {column: spark type}}}, as the optimizer's context takes it."""
