@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 from helpers.dbt_run import Events, run_dbt
 
-from dbt.adapters.hiveopt.model_inputs import FIRST_PASS, FIRST_PASS_STATE
+from dbt.adapters.hiveopt.model_inputs import FIRST_PASS, FIRST_PASS_STATE, FIRST_PASS_WAIT
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
 
 pytestmark = pytest.mark.integration
@@ -109,6 +109,9 @@ def check_threads_run(result, events, root, source_db):
         gathering = dict(record["statistics_gathering"])
         if FIRST_PASS in gathering:
             first_passes.append(gathering.pop(FIRST_PASS))
+        if FIRST_PASS_WAIT in gathering:  # it started while another model's thread ran the pass
+            wait = gathering.pop(FIRST_PASS_WAIT)
+            assert wait["tables"] == sorted(f"{source_db}.{s}" for s in SOURCES) and wait["waited_seconds"] > 0, wait
         assert len(gathering) == 2 and set(gathering) <= {f"{source_db}.{s}" for s in SOURCES}
         for table, entry in gathering.items():
             # The invocation's first pass gathered every source, with the columns the project's

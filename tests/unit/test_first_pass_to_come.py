@@ -61,3 +61,37 @@ def test_none_to_come_where_no_selected_model_may_use_statistics():
     inputs = InputGatherer(PassThatWaits())
     inputs.read_project(GRAPH, ["model.p.flat"])
     assert inputs.first_pass_to_come() is False
+
+
+class PassThatGathers(PassThatWaits):
+    def gather_many(self, names):
+        super().gather_many(names)
+        return {"s.orders": object()}, 0.2
+
+
+def test_a_model_that_waited_for_the_pass_says_how_long():
+    """The models that wait while another model's thread runs the first pass start their builds
+    that much later: their records say so (and `hiveopt summary` does not count the wait as
+    hiveopt's own time); the model that ran it records the pass."""
+    from dbt.adapters.hiveopt.model_inputs import FIRST_PASS, FIRST_PASS_WAIT
+
+    service = PassThatGathers()
+    inputs = InputGatherer(service)
+    inputs.read_project(GRAPH, ["model.p.mart"])
+    ran, waited = {}, {}
+    first = threading.Thread(target=inputs._first_pass, args=(ran,))
+    first.start()
+    assert service.started.wait(10)
+    second = threading.Thread(target=inputs._first_pass, args=(waited,))
+    second.start()
+    second.join(0.3)  # blocked behind the pass
+    service.release.set()
+    first.join(10)
+    second.join(10)
+    assert ran[FIRST_PASS]["tables"] == ["s.orders"] and FIRST_PASS_WAIT not in ran
+    assert FIRST_PASS not in waited
+    assert waited[FIRST_PASS_WAIT]["tables"] == ["s.orders"]
+    assert waited[FIRST_PASS_WAIT]["waited_seconds"] >= 0.25
+    later = {}
+    inputs._first_pass(later)  # a model after the pass: no wait to speak of
+    assert later == {}

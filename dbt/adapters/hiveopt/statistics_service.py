@@ -140,6 +140,12 @@ class StatisticsService(StatisticsStore):
     def describe(self, name: str, refresh: bool = False) -> TableInfo:
         """Columns and fingerprint of a table, once per run unless refreshed (after a build)."""
         name = name.lower()
+        # What this run has read already, without the table's lock: a pass over the table holds it
+        # (the first statistics pass, for seconds), and a model that only wants the columns would
+        # wait there for the whole pass, where it cannot say it waited (model_inputs._first_pass).
+        with self._lock:
+            if name in self._infos and not refresh:
+                return self._infos[name]
         with self._table_lock(name):
             with self._lock:
                 if name in self._infos and not refresh:
