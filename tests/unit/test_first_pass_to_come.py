@@ -95,3 +95,37 @@ def test_a_model_that_waited_for_the_pass_says_how_long():
     later = {}
     inputs._first_pass(later)  # a model after the pass: no wait to speak of
     assert later == {}
+
+
+def test_what_the_run_has_described_is_answered_while_a_pass_holds_the_table():
+    """A pass over a table holds its lock for seconds; a model that only wants the table's
+    columns, described already in this run, does not wait behind it (it waits, if at all, for
+    the first pass itself, where its record can say so)."""
+    from dbt.adapters.hiveopt.statistics_service import StatisticsService
+    from dbt.adapters.hiveopt.table_info import TableInfo
+
+    def no_statements(sql):
+        raise AssertionError(f"no statement expected: {sql}")
+
+    service = StatisticsService(no_statements)
+    info = TableInfo("s.orders", {"k": "int"}, "EXTERNAL", created="t0", size_bytes=10)
+    service._infos["s.orders"] = info
+    passing, done = threading.Event(), threading.Event()
+
+    def pass_over_orders():
+        with service._table_lock("s.orders"):
+            passing.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=pass_over_orders)
+    holder.start()
+    try:
+        assert passing.wait(10)
+        answered = []
+        reader = threading.Thread(target=lambda: answered.append(service.describe("S.Orders")))
+        reader.start()
+        reader.join(2)
+        assert answered == [info]
+    finally:
+        done.set()
+        holder.join(10)
