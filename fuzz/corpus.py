@@ -103,10 +103,11 @@ def tpch(scale: str, database: str) -> tuple[str, dict[str, str]]:
 
 
 SUITES = {"tpcds": tpcds, "tpch": tpch}
+# Spark's error when a broadcast does not fit the driver (run): the case runs again alone.
+OUT_OF_MEMORY = "Not enough memory to build and broadcast"
 # Tables partitioned by a key their dimension joins on, with a filter on that dimension in some
 # queries: where the partition pruning rule can fetch the small side's keys. Few values each
 # (TPC-DS's stores and warehouses, TPC-H's 25 nations), NULLs among store_sales' store keys.
-OUT_OF_MEMORY = "Not enough memory to build and broadcast"
 PARTITIONED = {
     "tpcds": {"store_sales": "ss_store_sk", "inventory": "inv_warehouse_sk"},
     "tpch": {"supplier": "s_nationkey", "customer": "c_nationkey"},
