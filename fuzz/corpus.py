@@ -38,6 +38,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from sqlglot import exp, parse_one
@@ -46,7 +47,7 @@ import fuzz
 from fuzz import inputs
 from fuzz.minimize import record, report
 from fuzz.queries import Query
-from fuzz.runner import Case, Runner, Summary, write_finding
+from fuzz.runner import Case, Runner, Summary, drawn_case, query_keys, write_finding
 from fuzz.session import local_session
 from fuzz.tables import Column
 
@@ -125,7 +126,7 @@ class CorpusData:
     statistics: dict[str, dict[str, Any]] = field(default_factory=dict)  # db.table -> gathered, as dicts
     partitioned: dict[str, str] = field(default_factory=dict)  # table -> its partition column
 
-    @property
+    @cached_property  # keys are known when the data is made (run)
     def tables(self) -> dict[str, list[Column]]:
         return {
             t: [Column(c, type_, "key" if c in self.keys.get(t, ()) else None) for c, type_ in cols.items()]
@@ -185,17 +186,6 @@ def gather_statistics(spark, data: CorpusData) -> None:
         data.statistics[name] = service.gather(name, key_columns=data.keys.get(table, ())).stats.to_dict()
 
 
-def query_keys(sql: str, schema: dict) -> tuple[dict[str, set[str]], list[str]]:
-    """The query's key columns by `db.table`, and the tables it reads (unqualified)."""
-    from dbt.adapters.hiveopt.optimizer.prepare import key_columns, prepare_query
-
-    try:
-        prepared = prepare_query(sql, schema)
-    except Exception:
-        return {}, []
-    return key_columns(prepared.expression), [t.split(".")[-1] for t in prepared.tables]
-
-
 # -- distorted statistics ----------------------------------------------------------------------------
 def _times(estimate: Any, factor: float, cap: float | None = None) -> Any:
     if not isinstance(estimate, dict) or not isinstance(estimate.get("value"), (int, float)):
@@ -245,27 +235,19 @@ def distort(rng: random.Random, true: dict[str, dict[str, Any]], keys: dict[str,
 
 
 # -- cases -----------------------------------------------------------------------------------------
-def make_corpus_case(data: CorpusData, seed: int, name: str, sql: str, draw: int, index: int) -> Case:
-    """Draw `draw` of query `name` (replayable alone: its generator's seed names both)."""
+def make_corpus_case(
+    data: CorpusData, seed: int, name: str, sql: str, draw: int, index: int, read: tuple[dict, list]
+) -> Case:
+    """Draw `draw` of query `name` (replayable alone: its generator's seed names both); `read`:
+    the query's key columns and tables (runner.query_keys)."""
     rng = random.Random(f"corpus:{seed}:{name}:{draw}")
-    keys, tables = query_keys(sql, data.schema())
+    keys, tables = read
     stats = data.statistics if draw == 0 else distort(rng, data.statistics, keys)
     profile, model = inputs.random_config(rng, data, tables, stats, keys)
     if draw == 0:  # the first draw: the gathered statistics and the default config
         profile, model = {}, {}
-    return Case(
-        seed,
-        index,
-        Query(sql, name, True),
-        stats,
-        profile,
-        model,
-        inputs.random_materialization(rng),
-        rng.random() < 0.5,
-        inputs.random_fetch_mode(rng),
-        adaptive=rng.random() < 0.7,
-        shuffle_partitions=rng.choice([2, 4, 8]),
-    )
+    query = Query(sql, name, True)
+    return drawn_case(rng, seed, index, query, stats, profile, model, 0.5, 0.7, (2, 4, 8))
 
 
 @dataclass
@@ -288,10 +270,12 @@ def run(
     database = f"corpus_{suite}"
     folder, corpus = SUITES[suite](scale, database)
     columns = register(spark, folder, database, PARTITIONED[suite])
-    data = CorpusData(database, columns, {}, partitioned=PARTITIONED[suite])
-    for sql in corpus.values():
-        for table, cols in query_keys(sql, data.schema())[0].items():
-            data.keys.setdefault(table.split(".")[-1], set()).update(cols)
+    read = {name: query_keys(sql, {database: columns}) for name, sql in corpus.items()}  # parsed once
+    keys: dict[str, set[str]] = {}
+    for query_read in read.values():
+        for table, cols in query_read[0].items():
+            keys.setdefault(table.split(".")[-1], set()).update(cols)
+    data = CorpusData(database, columns, keys, partitioned=PARTITIONED[suite])
     runner = Runner(spark, data, codegen=True)  # first: it quiets PySpark's error logging
     alone = Runner(spark, data, codegen=True, parallel=False)
     summary = CorpusSummary()
@@ -301,7 +285,7 @@ def run(
         for position, name in enumerate(names or sorted(corpus)):
             sql = total_order(corpus[name], len(spark.sql(corpus[name]).columns))
             for draw in [only_draw] if only_draw is not None else range(draws):
-                case = make_corpus_case(data, seed, name, sql, draw, position * draws + draw)
+                case = make_corpus_case(data, seed, name, sql, draw, position * draws + draw, read[name])
                 outcome = runner.run_case(case)
                 if OUT_OF_MEMORY in (outcome.error or ""):
                     # Spark broadcasts customer_demographics by itself (1.9M rows, under its line

@@ -141,17 +141,40 @@ def make_case(data: FuzzData, seed: int, index: int) -> Case:
     case_seed = seed * 1_000_003 + index
     rng = random.Random(f"inputs:{case_seed}")
     query = QueryGenerator(data, seed=case_seed).query()
-    try:  # what the adapter's collector would look at: the tables read, their key columns
-        prepared = prepare_query(query.sql, data.schema())
-        keys, tables = key_columns(prepared.expression), [t.split(".")[-1] for t in prepared.tables]
-    except Exception:
-        keys, tables = {}, []
+    keys, tables = query_keys(query.sql, data.schema())
     stats = inputs.random_statistics(rng, data, keys)
     profile, model = inputs.random_config(rng, data, tables, stats, keys)
     unaliased = random.Random(f"unaliased:{case_seed}")  # its own draws: the cases above stay as they were
     if unaliased.random() < UNALIASED_SHARE:
         sql = without_output_aliases(query.sql, unaliased)
         query = Query(sql, query.shape, query.deterministic) if sql else query
+    return drawn_case(rng, seed, index, query, stats, profile, model)
+
+
+def query_keys(sql: str, schema: dict) -> tuple[dict[str, set[str]], list[str]]:
+    """What the adapter's collector would look at: the query's key columns by `db.table`, and the
+    tables it reads (unqualified); nothing for a query that does not prepare."""
+    try:
+        prepared = prepare_query(sql, schema)
+    except Exception:
+        return {}, []
+    return key_columns(prepared.expression), [t.split(".")[-1] for t in prepared.tables]
+
+
+def drawn_case(
+    rng: random.Random,
+    seed: int,
+    index: int,
+    query: Query,
+    stats: dict[str, Any],
+    profile: dict[str, Any],
+    model: dict[str, Any],
+    ansi_share: float = 0.8,
+    adaptive_share: float = 0.5,
+    shuffle_partitions: tuple[int, ...] = (1, 2, 4),
+) -> Case:
+    """A case whose materialization, ANSI mode, fetch mode, AQE and shuffle partitions are drawn
+    from `rng`, in that order (a seed draws the same cases as before)."""
     return Case(
         seed,
         index,
@@ -160,10 +183,10 @@ def make_case(data: FuzzData, seed: int, index: int) -> Case:
         profile,
         model,
         inputs.random_materialization(rng),
-        rng.random() < 0.8,
+        rng.random() < ansi_share,
         inputs.random_fetch_mode(rng),
-        adaptive=rng.random() < 0.5,
-        shuffle_partitions=rng.choice([1, 2, 4]),
+        adaptive=rng.random() < adaptive_share,
+        shuffle_partitions=rng.choice(shuffle_partitions),
     )
 
 
