@@ -7,7 +7,9 @@
   connection serves the next statement;
 - partition pruning with values fetched over Connect: the rule fires with an IN-list, the model's
   rows equal the SQL as written (verify mode, itself bounded), and a verify past its deadline
-  leaves the model unverified with a warning.
+  leaves the model unverified with a warning;
+- the server's task slots (a Spark job) are asked once, over Thrift, by the model whose skew split
+  weighs a hot key, and by no other model.
 """
 
 import json
@@ -203,7 +205,8 @@ def test_pruning_with_values_fetched_over_connect(connect_server, tmp_path):
     print("pruning decision (connect):", json.dumps(fired, indent=1))
     assert "k IN (0, 20, 40" in fired["predicate"] and fired["fetch_seconds"] > 0, fired
     assert "IN (0, 20, 40" in (tmp_path / "target" / "hiveopt" / "gold_totals.sql").read_text()
-    assert record["task_slots"]["from"] == "the server's cluster (its executors' cores)"
+    # No hot key in its joins: the cluster was not asked for its task slots (a Spark job).
+    assert record["task_slots"]["value"] is None, record["task_slots"]
     # verify ran over Connect (a difference would have failed the model); past its deadline the
     # other model builds unverified, with a warning.
     (warning,) = events.matching("gold_totals_quick_verify: hiveopt verify: not compared")
@@ -216,3 +219,81 @@ def test_pruning_with_values_fetched_over_connect(connect_server, tmp_path):
     finally:
         session.stop()
     assert built == written and len(built) == 10
+
+
+SKEWED = {
+    # 90% of the fact's rows on 'hot': the skew split weighs that share against the task slots.
+    "models/fact.sql": """
+        select case when id % 10 < 9 then 'hot' else concat('k', cast(id % 500 as string)) end as k, id as v
+        from range(20000)
+        """,
+    "models/dim.sql": """
+        select case when id = 0 then 'hot' else concat('k', cast(id as string)) end as k,
+               concat('name-', cast(id as string)) as name
+        from range(5000)
+        """,
+    "models/per_key.sql": """
+        select f.k, count(*) as n from {{ ref('fact') }} f join {{ ref('dim') }} d on f.k = d.k group by f.k
+        """,
+    # A join with no hot key (nothing needs the slots), of a model with a seed.
+    "seeds/labels.csv": "k,label\nhot,the hot one\nk1,first\nk2,second\n",
+    "models/names.sql": """
+        select d.k, d.name, l.label from {{ ref('dim') }} d join {{ ref('labels') }} l on d.k = l.k
+        """,
+}
+
+
+@pytest.mark.thrift
+def test_task_slots_and_seed_sizes_cost_no_statement_a_model_does_not_need_over_thrift(thrift_server, tmp_path):
+    """The server's task slots cost a Spark job (0.4-1.3 s on this cluster): asked once, by the
+    model whose skew split weighs a hot key's share, and never for the model without one. A
+    seed's connection keeps the table's size while it loads, so its statistics need no ANALYZE
+    (three statements a seed, in the first model that read it)."""
+    from pyhive import hive
+
+    from dbt.adapters.hiveopt.impl import SERVER_SLOTS, SLOTS_NOT_ASKED
+
+    _project(
+        tmp_path,
+        f"""
+        type: hiveopt
+        method: thrift
+        host: 127.0.0.1
+        port: {thrift_server.port}
+        user: dbt
+        schema: conn_skew
+        threads: 2
+        optimizer:
+          # Tables this small: say nothing is broadcast, as on a cluster with big tables.
+          broadcast_threshold_bytes: 1000
+          spark_broadcast_threshold_bytes: -1
+          stats:
+            schema: conn_skew_stats
+        """,
+        SKEWED,
+    )
+    events = Events()
+    result = _dbt(tmp_path, "build", events=events)
+    assert result.success, [(r.node.name, r.message) for r in result.result.results]
+    records = {}
+    for name in ("per_key", "names"):
+        with open(tmp_path / "target" / "hiveopt" / f"{name}.json") as handle:
+            records[name] = json.load(handle)
+    (weighed,) = [d for r in records["per_key"]["rules"] if r["rule"] == "rewrite_skew_joins" for d in r["decisions"]]
+    print("skew decision (thrift):", json.dumps(weighed), records["per_key"]["task_slots"])
+    assert records["per_key"]["task_slots"] == {"value": 2, "from": SERVER_SLOTS}
+    assert weighed.get("task_slots") == 2 or "with 2 task slots" in weighed["reason"], weighed
+    assert records["names"]["task_slots"] == {"value": None, "from": SLOTS_NOT_ASKED}
+    asked = [m for m in events.matching("spark_partition_id()") if "I/O" in m]
+    assert len(asked) == 1, asked
+    assert records["names"]["statistics_gathering"]["conn_skew.labels"]["state"] == "current"
+    assert events.matching("I/O") and not events.matching("ANALYZE TABLE conn_skew.labels"), events.matching("I/O")
+    kept = [m for m in events.matching("spark.sql.statistics.size.autoUpdate.enabled") if "I/O" in m]
+    assert len(kept) == 2 and "s: SET " in kept[0] and "s: RESET " in kept[1], kept
+    with hive.connect(host=thrift_server.host, port=thrift_server.port, username="dbt") as connection:
+        cursor = connection.cursor()
+        cursor.execute("SELECT k, n FROM conn_skew.per_key")
+        built = sorted(cursor.fetchall())
+        cursor.execute(records["per_key"]["original_sql"])
+        written = sorted(cursor.fetchall())
+    assert built == written and ("hot", 18000) in built

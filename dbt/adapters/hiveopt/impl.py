@@ -21,6 +21,7 @@ from sqlglot import exp
 
 from dbt.adapters.hiveopt.build_records import BuildRecords
 from dbt.adapters.hiveopt.connections import (
+    SIZES_KEPT_ON_INSERT,
     HiveoptConnectionManager,
     HiveoptConnectionMethod,
     ServerTaskSlots,
@@ -63,6 +64,7 @@ from dbt.adapters.hiveopt.verify import verify_within
 logger = AdapterLogger("hiveopt")
 
 SERVER_SLOTS = "the server's cluster (its executors' cores)"
+SLOTS_NOT_ASKED = "not asked of the server's cluster: no rule of this model weighed a hot key's share"
 
 # dbt's unit test materialization creates an empty table from `select * from (<model>) where false
 # limit 0` for the model's column types, and runs the test's own query itself, not through us:
@@ -101,6 +103,7 @@ class HiveoptAdapter(SparkAdapter):
         self._graphs: tuple[Any, dict[str, Any]] | None = None  # dbt's graph, and with the tables named in code
         self._server_slots = ServerTaskSlots()  # a server's, read from its cluster once
         self._slots_of_session: int | None = None  # the embedded session's cores, read once
+        self._sizes_kept: set[str] = set()  # seeds loading with the size kept (Thrift, Connect)
 
     @classmethod
     def type(cls) -> str:
@@ -214,14 +217,14 @@ class HiveoptAdapter(SparkAdapter):
         if config is None:
             return sql
         slots_from = self._task_slots_from((model_config or {}) if isinstance(model_config, dict) else {})
+        if slots_from == SERVER_SLOTS:  # a Spark job: asked only when the skew split needs them
+            config.ask_task_slots = lambda: self._server_slots.read(self._run_sql, logger.debug)
         try:
             remembered, seen = self._no_gain_before(sql, config, materialization, model, graph)
             if remembered is not None:
                 result, gathering = pass_through(sql, remembered), {}
             else:
-                result, gathering = self._optimize(
-                    sql, label, config, materialization or "table", own_table(model), slots_from == SERVER_SLOTS
-                )
+                result, gathering = self._optimize(sql, label, config, materialization or "table", own_table(model))
                 if seen is not None:
                     table = str(own_table(model))
                     self._update_memory(label, lambda: self.records.remember_no_gain(table, seen, result))
@@ -239,12 +242,18 @@ class HiveoptAdapter(SparkAdapter):
             temporary=bool(temporary),
             statistics_gathering=gathering,
             setting_problems=config.problems,
-            task_slots={
-                "value": config.task_slots,
-                "from": slots_from if slots_from != SERVER_SLOTS or self._server_slots.known else "the default",
-            },
+            task_slots=self._slots_record(config, slots_from),
         )
         return self._hand_over(sql, result, record, config, model, entered, seen)
+
+    def _slots_record(self, config: OptimizerConfig, slots_from: str) -> dict[str, Any]:
+        """The record's task_slots: their value and where it came from; a server's cluster that no
+        rule of the model needed was not asked (value None)."""
+        if slots_from != SERVER_SLOTS:
+            return {"value": config.task_slots, "from": slots_from}
+        if config.ask_task_slots is not None:
+            return {"value": None, "from": SLOTS_NOT_ASKED}
+        return {"value": config.task_slots, "from": SERVER_SLOTS if self._server_slots.known else "the default"}
 
     def _no_gain_before(self, sql: str, config: OptimizerConfig, materialization, model, graph):
         """(reason, seen): a table or incremental model whose SQL the optimizer found nothing to
@@ -348,11 +357,10 @@ class HiveoptAdapter(SparkAdapter):
         config: OptimizerConfig,
         materialization: str,
         own_table: str | None = None,
-        ask_task_slots: bool = False,
     ):
         """From the SQL alone first: a model no enabled rule could rewrite (no join, no subquery)
         costs no I/O and runs as written. Otherwise its inputs (catalog, statistics, fetched
-        values, the server's task slots when nothing sets them), then the pure optimizer."""
+        values), then the pure optimizer."""
         if not any(config.rule_enabled(name) for name in RULE_NAMES):
             return optimize(sql, OptimizerContext(config=config, model=label)), {}
         if materialization == "unit":
@@ -368,8 +376,6 @@ class HiveoptAdapter(SparkAdapter):
         if not needs_statistics(parsed, config, materialization):
             view_join = materialization in STORED_DEFINITIONS and parsed.find(exp.Join) is not None
             return pass_through(sql, NOTHING_TO_REWRITE_IN_A_VIEW if view_join else NOTHING_TO_REWRITE), {}
-        if ask_task_slots:
-            config.task_slots = self._server_slots.read(self._run_sql, logger.debug) or config.task_slots
         if not bool(self._stats_settings().get("auto_gather", True)):
             auto, why_not = False, "automatic gathering is off"
         elif materialization in STORED_DEFINITIONS:
@@ -444,7 +450,38 @@ class HiveoptAdapter(SparkAdapter):
         self._first_node.set()
         if model and model.get("unique_id"):
             self.records.build_starts(model["unique_id"])
+            self._keep_sizes_while_loading(model["unique_id"])
         return ""
+
+    def _keep_sizes_while_loading(self, unique_id: str) -> None:
+        """On Thrift and Connect each connection is a Spark session of its own, with Spark's default:
+        a seed's INSERT drops the table's size from the catalog, and the fingerprint of the seed's
+        statistics then cost a DESCRIBE, an ANALYZE ... NOSCAN and a DESCRIBE again (0.3-1.9 s in
+        the first mart that read the example project's two seeds over Thrift). The seed's own
+        connection keeps the size while it loads (`SET`, 5 ms over Thrift), as the embedded
+        session does for every statement (connections.SIZES_KEPT_ON_INSERT); `RESET` after it."""
+        method = self.config.credentials.method
+        if method not in (SparkConnectionMethod.THRIFT, HiveoptConnectionMethod.CONNECT):
+            return
+        try:
+            if not OptimizerConfig.from_dicts(self._optimizer_block(session=False)).enabled:
+                return
+            if not bool(self._stats_settings().get("auto_gather", True)):
+                return
+            self._run_sql(f"SET {SIZES_KEPT_ON_INSERT}=true")
+            self._sizes_kept.add(unique_id)
+        except Exception as error:  # the statistics' fingerprint pays its ANALYZE as before
+            logger.debug(f"hiveopt: the seed's size not kept on its load ({first_line(error)})")
+
+    def _sizes_back(self, unique_id: str) -> None:
+        """The seed's connection back to the server's setting (`_keep_sizes_while_loading`)."""
+        if unique_id not in self._sizes_kept:
+            return
+        self._sizes_kept.discard(unique_id)
+        try:
+            self._run_sql(f"RESET {SIZES_KEPT_ON_INSERT}")
+        except Exception as error:  # the connection keeps sizes on its INSERTs: results are the same
+            logger.debug(f"hiveopt: {SIZES_KEPT_ON_INSERT} not reset ({first_line(error)})")
 
     @available
     def hiveopt_after_build(
@@ -461,6 +498,7 @@ class HiveoptAdapter(SparkAdapter):
         a source (`stats.gather_unread_models: true` gathers after every build). A seed passes
         the rows dbt loaded (`loaded`, an agate table): its statistics are counted from them.
         What was gathered is then saved behind the build (`_save_behind`)."""
+        self._sizes_back((model or {}).get("unique_id", ""))
         self._after_build(relations, model, model_config, self._project_graph(graph), loaded)
         self._save_behind()
         return ""

@@ -211,7 +211,7 @@ def _decide(
         # The model's own declaration (Hive's SKEWED BY) stands in for the unknown shares.
         details = dict(hot_share=None, task_slots=config.task_slots, speedup=None, other_hot_rows=round(other_hot_rows))
         return _SkewPlan(hot, origin + ", shares unknown: trusted", dtype, details)
-    speedup = skew_join_speedup(max(shares), config.task_slots)
+    speedup = skew_join_speedup(max(shares), config.slots())  # a server's are asked only here
     if speedup < SKEW_MIN_SPEEDUP:
         return Skip(
             f"the largest hot key holds {max(shares):.0%} of the rows: with {config.task_slots} task slots the "
