@@ -8,7 +8,7 @@ TPCH_DIR := $(CURDIR)/data/tpch-$(TPCH_SCALE)
 export HIVEOPT_TPCH_DIR := $(TPCH_DIR)
 PYTEST_ARGS ?=
 
-.PHONY: install data demo lint test test-all browser bench bench-project bench-tpcds calibrate fuzz fuzz-corpus clean
+.PHONY: install data demo lint test test-all browser bench bench-project bench-thrift bench-tpcds calibrate fuzz fuzz-corpus clean
 
 # A regular (not editable) install: dbt finds adapters by listing dbt/adapters/*/ in
 # site-packages (`dbt init`, `dbt --version`), which an editable install does not populate.
@@ -81,6 +81,10 @@ bench-tpcds: install
 bench-project: install
 	$(BIN)/python bench/project_build.py --scale 0.1 --rounds 3
 	$(BIN)/python bench/project_build.py --scale 1 --rounds 3
+
+# The same over Thrift: both sides on a local standalone cluster the script starts and stops.
+bench-thrift: install
+	$(BIN)/python bench/project_build.py --scale 0.1 --rounds 6 --thrift --feedback explore --warm-builds 2
 
 # The differential fuzzer: random queries, statistics and config; original vs optimized on Spark.
 N ?= 1000

@@ -17,8 +17,9 @@ RESULTS = os.path.join(REPO, "bench", "results")
 CODEGEN_CACHE_ENTRIES = "5000"
 
 
-def prepare(scale: str):
-    """TPC-H at `scale` (generated once), a SparkSession of the benchmark's own, and the vars."""
+def tpch_data(scale: str) -> str:
+    """TPC-H at `scale` as Parquet (generated once), its folder in HIVEOPT_TPCH_DIR for the example
+    project's on-run-start hook, which registers the sources there."""
     data = os.path.join(REPO, "data", f"tpch-{scale}")
     subprocess.run(
         ["bash", os.path.join(EXAMPLE, "scripts", "generate_tpch.sh"), scale, data],
@@ -26,6 +27,12 @@ def prepare(scale: str):
         env={**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]},
     )
     os.environ["HIVEOPT_TPCH_DIR"] = data
+    return data
+
+
+def prepare(scale: str):
+    """TPC-H at `scale` (generated once), a SparkSession of the benchmark's own, and the vars."""
+    tpch_data(scale)
     # The rule benchmarks measure the rewrites: each hiveopt build runs the optimized SQL (with
     # feedback on, a rewrite's second build runs the SQL as written; docs/feedback.md).
     os.environ.setdefault("HIVEOPT_FEEDBACK", "off")

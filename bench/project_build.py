@@ -11,9 +11,13 @@ apart on this machine (the floor under any per-model target).
     .venv/bin/python bench/project_build.py --scale 0.1 --rounds 3
     .venv/bin/python bench/project_build.py --scale 0.1 --rounds 3 --control
     .venv/bin/python bench/project_build.py --scale 0.1 --rounds 4 --switched-off
+    .venv/bin/python bench/project_build.py --scale 0.1 --rounds 6 --thrift
 
 `--switched-off` adds a third side to the rounds: hiveopt with its optimizer switched off (what the
 adapter's glue costs; it showed the ~1 s that every warm build spent after its last model).
+`--thrift` runs both sides over Thrift (dbt-spark's `thrift` method against hiveopt's) to a local
+standalone cluster the script starts from the pyspark package on free ports (two workers of one
+core, one SQL server) and stops by pid at the end: hiveopt's own statements cross the network there.
 """
 
 from __future__ import annotations
@@ -101,17 +105,22 @@ def gathering_seconds(records: dict[str, dict]) -> float:
     return total
 
 
-def marts(spark) -> dict[str, list]:
+def marts(fetch) -> dict[str, list]:
+    """Each mart's rows, sorted, numbers to 10 digits; `fetch(sql)` runs a query where the builds ran."""
     return {
         m: sorted(
             (
                 tuple(f"{v:.10g}" if isinstance(v, float) or type(v).__name__ == "Decimal" else v for v in r)
-                for r in spark.table(f"analytics.{m}").collect()
+                for r in fetch(f"SELECT * FROM analytics.{m}")
             ),
             key=repr,
         )
         for m in MARTS
     }
+
+
+def session_fetch(spark):
+    return lambda sql: [tuple(r) for r in spark.sql(sql).collect()]
 
 
 def median(values: list[float]) -> float:
@@ -123,16 +132,17 @@ def paired(first: list[float], second: list[float]) -> list[float]:
     return [a / b for a, b in zip(first, second) if b]
 
 
-def rounds(spark, variants: dict[str, str], common: dict, count: int, rows=None) -> dict[str, list[dict]]:
-    """`count` paired rounds of builds, the variants (folder -> dbt target) in ABBA order, a full
-    garbage collection before each; `rows`, when given, gets each variant's marts after its build."""
+def rounds(settle, variants: dict[str, str], common: dict, count: int, rows=None) -> dict[str, list[dict]]:
+    """`count` paired rounds of builds, the variants (folder -> dbt target) in ABBA order, `settle()`
+    (a full garbage collection where the builds run) before each; `rows`, when given, is
+    (fetch, dict): the dict gets each variant's marts after its build."""
     runs: dict[str, list[dict]] = {v: [] for v in variants}
     for round_ in range(count):
         for variant in harness.round_order(list(variants), round_):
-            harness.settle(spark)
+            settle()
             runs[variant].append(build(variants[variant], variant, common, f"round{round_ + 1}"))
             if rows is not None:
-                rows[variant] = marts(spark)
+                rows[1][variant] = marts(rows[0])
         print(f"round {round_ + 1}/{count} done", flush=True)
     return runs
 
@@ -166,35 +176,88 @@ def main() -> int:
         help="a third side in the same rounds: hiveopt with its optimizer switched off (enabled: false), what the "
         "adapter costs where it optimizes nothing",
     )
+    parser.add_argument(
+        "--thrift",
+        action="store_true",
+        help="over Thrift: both sides (dbt-spark's thrift method and hiveopt's) build on a local standalone "
+        "cluster (two workers of one core, one SQL server) that the script starts on free ports and stops",
+    )
     args = parser.parse_args()
     if args.control:
         return control(args)
     os.environ["HIVEOPT_FEEDBACK"] = args.feedback
+    if args.thrift:
+        if args.switched_off:
+            raise SystemExit("--switched-off runs on the embedded session only")
+        return on_thrift(args)
     spark, common = harness.prepare(args.scale)
     common = {"tpch_schema": common["tpch_schema"]}  # the project as it is, no benchmark models
+    fetch = session_fetch(spark)
+    variants = {**VARIANTS, SWITCHED_OFF: "session_off"} if args.switched_off else VARIANTS
+    return measure(args, common, fetch, lambda: harness.settle(spark), variants, "the embedded session")
 
+
+def on_thrift(args) -> int:
+    """The same benchmark over Thrift, on a cluster of its own, stopped by pid at the end (also on
+    an error or Ctrl-C)."""
+    import subprocess
+    import tempfile
+
+    from pyhive import hive
+
+    from dbt.adapters.hiveopt import local_cluster
+
+    harness.tpch_data(args.scale)
+    spec = local_cluster.ClusterSpec(tempfile.mkdtemp(prefix="hiveopt-bench-cluster-"))
+    cluster = local_cluster.up(spec, progress=lambda line: print(line, flush=True))
+    try:
+        os.environ["HIVEOPT_THRIFT_HOST"] = "127.0.0.1"
+        os.environ["HIVEOPT_THRIFT_PORT"] = str(cluster.spec.thrift_port)
+
+        def fetch(sql):  # a session of its own each time: a long-lived one keeps rebuilt tables' old files
+            with hive.connect(host="127.0.0.1", port=cluster.spec.thrift_port, username="dbt") as connection:
+                cursor = connection.cursor()
+                cursor.execute(sql)
+                return cursor.fetchall() if cursor.description else []
+
+        (server,) = [d for d in cluster.daemons if d.name == "sql-server"]
+
+        def settle():  # the SQL server's JVM, as harness.settle does the embedded session's
+            subprocess.run(["jcmd", str(server.pid), "GC.run"], capture_output=True, check=False)
+
+        tpch = f"tpch_sf{str(args.scale).replace('.', '_')}"
+        variants = {"dbt-spark": "spark_thrift", "hiveopt": "thrift"}
+        return measure(args, {"tpch_schema": tpch}, fetch, settle, variants, "Thrift to a local cluster")
+    finally:
+        cluster.stop()
+
+
+def measure(args, common: dict, fetch, settle, variants: dict[str, str], where: str) -> int:
+    """A dbt-spark build to warm up, the first hiveopt build (statistics gathered), `--warm-builds`,
+    then the paired rounds; prints the figures."""
+    spark_target, hiveopt_target = variants["dbt-spark"], variants["hiveopt"]
     # A dbt-spark build first warms the JVM and the file cache (not counted); then the first hiveopt
     # build reads the sources for the first time and gathers their statistics.
-    build("spark", "dbt-spark", common, "warmup")
-    spark.sql("DROP DATABASE IF EXISTS hiveopt CASCADE")
-    first = build("session", "hiveopt", common, "first")
+    build(spark_target, "dbt-spark", common, "warmup")
+    fetch("DROP DATABASE IF EXISTS hiveopt CASCADE")
+    first = build(hiveopt_target, "hiveopt", common, "first")
     gathered = gathering_seconds(first["records"])
     first_models = model_seconds(first)
     print(
-        f"TPC-H SF {args.scale}, threads 4. First hiveopt build (statistics gathered): {first['wall']:.1f} s wall; "
-        f"statistics {gathered:.1f} s (summed over threads) against {first_models - gathered:.1f} s of building "
-        f"models and seeds ({100 * gathered / max(first_models - gathered, 1e-9):.0f}%)",
+        f"TPC-H SF {args.scale}, threads 4, {where}. First hiveopt build (statistics gathered): "
+        f"{first['wall']:.1f} s wall; statistics {gathered:.1f} s (summed over threads) against "
+        f"{first_models - gathered:.1f} s of building models and seeds "
+        f"({100 * gathered / max(first_models - gathered, 1e-9):.0f}%)",
         flush=True,
     )
 
     for warm in range(args.warm_builds):
-        build("session", "hiveopt", common, f"warm{warm + 1}")
+        build(hiveopt_target, "hiveopt", common, f"warm{warm + 1}")
     if args.warm_builds:
         print(f"{args.warm_builds} untimed hiveopt builds (feedback {args.feedback})", flush=True)
 
     rows: dict[str, dict[str, list]] = {}
-    variants = {**VARIANTS, SWITCHED_OFF: "session_off"} if args.switched_off else VARIANTS
-    runs = rounds(spark, variants, common, args.rounds, rows)
+    runs = rounds(settle, variants, common, args.rounds, (fetch, rows))
 
     last = runs["hiveopt"][-1]["records"]
     unchanged = sorted(
@@ -267,7 +330,7 @@ def control(args) -> int:
     spark, common = harness.prepare(args.scale)
     common = {"tpch_schema": common["tpch_schema"]}
     build("spark", "dbt-spark", common, "warmup")
-    runs = rounds(spark, CONTROL, common, args.rounds)
+    runs = rounds(lambda: harness.settle(spark), CONTROL, common, args.rounds)
     first, second = (runs[v] for v in CONTROL)
     print(f"\nTPC-H SF {args.scale}, threads 4, control: dbt-spark / dbt-spark again (the same SQL both sides)")
     for title, of in (("dbt build, wall", lambda run: run["wall"]), ("all models and seeds", model_seconds)):
