@@ -458,8 +458,9 @@ class HiveoptAdapter(SparkAdapter):
         a seed's INSERT drops the table's size from the catalog, and the fingerprint of the seed's
         statistics then cost a DESCRIBE, an ANALYZE ... NOSCAN and a DESCRIBE again (0.3-1.9 s in
         the first mart that read the example project's two seeds over Thrift). The seed's own
-        connection keeps the size while it loads (`SET`, 5 ms over Thrift), as the embedded
-        session does for every statement (connections.SIZES_KEPT_ON_INSERT); `RESET` after it."""
+        connection keeps the size while it loads (`SET`: 5 ms over Thrift idle, 50-110 ms as the
+        connection's first statement beside three building threads), as the embedded session does
+        for every statement (connections.SIZES_KEPT_ON_INSERT); `RESET` after it."""
         method = self.config.credentials.method
         if method not in (SparkConnectionMethod.THRIFT, HiveoptConnectionMethod.CONNECT):
             return
