@@ -444,16 +444,16 @@ class HiveoptAdapter(SparkAdapter):
             logger.warning(f"hiveopt: statistics not saved ({first_line(error)}): they were used for this run only")
 
     @available
-    def hiveopt_before_build(self, model: dict[str, Any] | None = None) -> str:
+    def hiveopt_before_build(self, model: dict[str, Any] | None = None, graph: dict[str, Any] | None = None) -> str:
         """A build that does not pass through optimize_sql (a seed) starts now: its statistics
         cost is compared with the build's time."""
         self._first_node.set()
         if model and model.get("unique_id"):
             self.records.build_starts(model["unique_id"])
-            self._keep_sizes_while_loading(model["unique_id"])
+            self._keep_sizes_while_loading(model["unique_id"], self._project_graph(graph))
         return ""
 
-    def _keep_sizes_while_loading(self, unique_id: str) -> None:
+    def _keep_sizes_while_loading(self, unique_id: str, graph: dict[str, Any] | None) -> None:
         """On Thrift and Connect each connection is a Spark session of its own, with Spark's default:
         a seed's INSERT drops the table's size from the catalog, and the fingerprint of the seed's
         statistics then cost a DESCRIBE, an ANALYZE ... NOSCAN and a DESCRIBE again (0.3-1.9 s in
@@ -467,8 +467,11 @@ class HiveoptAdapter(SparkAdapter):
         try:
             if not OptimizerConfig.from_dicts(self._optimizer_block(session=False)).enabled:
                 return
-            if not bool(self._stats_settings().get("auto_gather", True)):
+            settings = self._stats_settings()
+            if not bool(settings.get("auto_gather", True)):
                 return
+            if graph and not settings.get("gather_unread_models", False) and not read_by_models(graph, unique_id):
+                return  # no statistics are counted for a seed no model reads (_after_build)
             self._run_sql(f"SET {SIZES_KEPT_ON_INSERT}=true")
             self._sizes_kept.add(unique_id)
         except Exception as error:  # the statistics' fingerprint pays its ANALYZE as before

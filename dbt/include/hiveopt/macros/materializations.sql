@@ -19,7 +19,7 @@
 {#-- Seeds get statistics as they load, when a model reads them: exact, counted in Python from
      the rows dbt read from the CSV (small by design), with no Spark job. --#}
 {% materialization seed, adapter='hiveopt' %}
-  {%- do adapter.hiveopt_before_build(model) -%}
+  {%- do adapter.hiveopt_before_build(model, graph) -%}
   {%- set result = materialization_seed_default() -%}
   {%- do adapter.hiveopt_after_build(result['relations'], model, config.get('hiveopt'), graph, load_agate_table()) -%}
   {{ return(result) }}
