@@ -8,8 +8,9 @@
 - partition pruning with values fetched over Connect: the rule fires with an IN-list, the model's
   rows equal the SQL as written (verify mode, itself bounded), and a verify past its deadline
   leaves the model unverified with a warning;
-- the server's task slots (a Spark job) are asked once, over Thrift, by the model whose skew split
-  weighs a hot key, and by no other model.
+- over Thrift, the server's task slots (a Spark job) are asked once, by the model whose skew split
+  weighs a hot key, and by no other model; a seed a model reads keeps its size while it loads (its
+  statistics need no ANALYZE), a seed no model reads is loaded as dbt-spark loads it.
 """
 
 import json
