@@ -46,6 +46,7 @@ from dbt.adapters.hiveopt.optimizer.pipeline import (
     NOTHING_TO_REWRITE_IN_A_VIEW,
     STORED_DEFINITIONS,
     pass_through,
+    weighs_task_slots,
 )
 from dbt.adapters.hiveopt.optimizer.single_relation import reads_one_relation
 from dbt.adapters.hiveopt.project_graph import (
@@ -64,7 +65,7 @@ from dbt.adapters.hiveopt.verify import verify_within
 logger = AdapterLogger("hiveopt")
 
 SERVER_SLOTS = "the server's cluster (its executors' cores)"
-SLOTS_NOT_ASKED = "not asked of the server's cluster: no rule of this model weighed a hot key's share"
+SLOTS_NOT_ASKED = "not asked of the server's cluster: no rule of this model weighs a hot key's share"
 
 # dbt's unit test materialization creates an empty table from `select * from (<model>) where false
 # limit 0` for the model's column types, and runs the test's own query itself, not through us:
@@ -104,6 +105,7 @@ class HiveoptAdapter(SparkAdapter):
         self._server_slots = ServerTaskSlots()  # a server's, read from its cluster once
         self._slots_of_session: int | None = None  # the embedded session's cores, read once
         self._sizes_kept: set[str] = set()  # seeds loading with the size kept (Thrift, Connect)
+        self._slots_given: set[str] = set()  # models given a server's task slots, until recorded
 
     @classmethod
     def type(cls) -> str:
@@ -217,14 +219,14 @@ class HiveoptAdapter(SparkAdapter):
         if config is None:
             return sql
         slots_from = self._task_slots_from((model_config or {}) if isinstance(model_config, dict) else {})
-        if slots_from == SERVER_SLOTS:  # a Spark job: asked only when the skew split needs them
-            config.ask_task_slots = lambda: self._server_slots.read(self._run_sql, logger.debug)
         try:
             remembered, seen = self._no_gain_before(sql, config, materialization, model, graph)
             if remembered is not None:
                 result, gathering = pass_through(sql, remembered), {}
             else:
-                result, gathering = self._optimize(sql, label, config, materialization or "table", own_table(model))
+                result, gathering = self._optimize(
+                    sql, label, config, materialization or "table", own_table(model), slots_from == SERVER_SLOTS
+                )
                 if seen is not None:
                     table = str(own_table(model))
                     self._update_memory(label, lambda: self.records.remember_no_gain(table, seen, result))
@@ -242,18 +244,31 @@ class HiveoptAdapter(SparkAdapter):
             temporary=bool(temporary),
             statistics_gathering=gathering,
             setting_problems=config.problems,
-            task_slots=self._slots_record(config, slots_from),
+            task_slots=self._slots_record(config, slots_from, label),
         )
         return self._hand_over(sql, result, record, config, model, entered, seen)
 
-    def _slots_record(self, config: OptimizerConfig, slots_from: str) -> dict[str, Any]:
+    def _slots_record(self, config: OptimizerConfig, slots_from: str, label: str) -> dict[str, Any]:
         """The record's task_slots: their value and where it came from; a server's cluster that no
         rule of the model needed was not asked (value None)."""
         if slots_from != SERVER_SLOTS:
             return {"value": config.task_slots, "from": slots_from}
-        if config.ask_task_slots is not None:
+        if label not in self._slots_given:
             return {"value": None, "from": SLOTS_NOT_ASKED}
+        self._slots_given.discard(label)
         return {"value": config.task_slots, "from": SERVER_SLOTS if self._server_slots.known else "the default"}
+
+    def _server_slots_for(self, config: OptimizerConfig, inputs, label: str) -> None:
+        """A server's task slots into the model's config, when its skew split weighs a hot key's
+        share against them (the rules' pure probe says so before they run) or an earlier model of
+        the invocation has asked already: asking is a Spark job (0.4-1.3 s on the tests' cluster)."""
+        context = inputs.context
+        if not self._server_slots.known and not weighs_task_slots(
+            inputs.prepared.expression, context.schema, context.statistics, config
+        ):
+            return
+        config.task_slots = self._server_slots.read(self._run_sql, logger.debug) or config.task_slots
+        self._slots_given.add(label)
 
     def _no_gain_before(self, sql: str, config: OptimizerConfig, materialization, model, graph):
         """(reason, seen): a table or incremental model whose SQL the optimizer found nothing to
@@ -357,10 +372,11 @@ class HiveoptAdapter(SparkAdapter):
         config: OptimizerConfig,
         materialization: str,
         own_table: str | None = None,
+        ask_task_slots: bool = False,
     ):
         """From the SQL alone first: a model no enabled rule could rewrite (no join, no subquery)
         costs no I/O and runs as written. Otherwise its inputs (catalog, statistics, fetched
-        values), then the pure optimizer."""
+        values, a server's task slots when the skew split needs them), then the pure optimizer."""
         if not any(config.rule_enabled(name) for name in RULE_NAMES):
             return optimize(sql, OptimizerContext(config=config, model=label)), {}
         if materialization == "unit":
@@ -388,6 +404,8 @@ class HiveoptAdapter(SparkAdapter):
         inputs = self.inputs.gather(
             sql, parsed, config, label, materialization, auto_gather=auto, why_not=why_not, own_table=own_table
         )
+        if ask_task_slots and inputs.prepared is not None:
+            self._server_slots_for(config, inputs, label)
         return optimize(
             sql, inputs.context, inputs.prepared
         ), inputs.gathering  # one parse and one qualification per model

@@ -88,25 +88,9 @@ class OptimizerConfig:
     feedback: str = "explore"
     # What a model's own settings got wrong (each ignored): the adapter warns, naming the model.
     problems: list[str] = field(default_factory=list)
-    # Not a setting: where nothing sets task_slots on Thrift or Connect, the adapter's way to ask
-    # the server's cluster for them, a Spark job (0.4-1.3 s on the test cluster). Only the skew
-    # split uses them, once it weighs a hot key's share (`slots`): no other model pays for it.
-    ask_task_slots: Callable[[], int | None] | None = field(default=None, repr=False, compare=False)
 
     def rule_enabled(self, name: str) -> bool:
         return self.enabled and self.rules.get(name, True)
-
-    def slots(self) -> int:
-        """task_slots, asked of `ask_task_slots` first (once) where the adapter gave it.
-
-        >>> config = OptimizerConfig(ask_task_slots=lambda: 2)
-        >>> config.task_slots, config.slots(), config.task_slots, config.ask_task_slots
-        (8, 2, 2, None)
-        """
-        ask, self.ask_task_slots = self.ask_task_slots, None
-        if ask is not None:
-            self.task_slots = ask() or self.task_slots
-        return self.task_slots
 
     @classmethod
     def from_dicts(cls, profile: Mapping[str, Any] | None, model: Mapping[str, Any] | None = None) -> OptimizerConfig:

@@ -32,7 +32,7 @@ from dbt.adapters.hiveopt.optimizer.rules.prune_partitions_from_small_side impor
     prune_partitions_from_small_side,
 )
 from dbt.adapters.hiveopt.optimizer.rules.reorder_joins import reorder_joins
-from dbt.adapters.hiveopt.optimizer.rules.rewrite_skew_joins import rewrite_skew_joins
+from dbt.adapters.hiveopt.optimizer.rules.rewrite_skew_joins import rewrite_skew_joins, weighs_hot_key_shares
 from dbt.adapters.hiveopt.optimizer.rules.select_join_algorithms import select_join_algorithms
 from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
 
@@ -112,6 +112,32 @@ def value_fetches(
         if rule.prepass is not None and config.rule_enabled(rule.name):
             fetches.extend(rule.prepass(expression, estimator, config, materialization, partitioning))
     return fetches
+
+
+def weighs_task_slots(
+    expression: exp.Expression, schema: dict, statistics: StatsCatalog, config: OptimizerConfig
+) -> bool:
+    """Whether the skew split weighs a hot key's share against the task slots on this query, the
+    one decision that uses them (pure: the rule runs on a copy and says so). Where a server's task
+    slots cost a Spark job, the adapter asks them only then, before the rules. The split looks at
+    each block's first join as written; after a reorder that join may be another one, and the
+    split then weighs with the configured default (an estimate, never the rows).
+
+    >>> from dbt.adapters.hiveopt.optimizer.prepare import prepare_query
+    >>> schema = {"db": {"f": {"k": "int"}, "d": {"k": "int"}}}
+    >>> stats = StatsCatalog.from_dict({
+    ...     "db.f": {"row_count": 10**8, "columns": {"k": {"ndv": 10**6, "heavy_hitters": [[42, 9 * 10**7]]}}},
+    ...     "db.d": {"row_count": 10**7, "columns": {"k": {"ndv": 10**7}}}})
+    >>> query = prepare_query("SELECT * FROM db.f JOIN db.d ON f.k = d.k", schema).expression
+    >>> weighs_task_slots(query, schema, stats, OptimizerConfig())
+    True
+    >>> weighs_task_slots(query, schema, StatsCatalog(), OptimizerConfig())
+    False
+    """
+    if not config.rule_enabled("rewrite_skew_joins"):
+        return False
+    copy = expression.copy()  # the rule rewrites what it splits
+    return weighs_hot_key_shares(copy, Estimator(copy, schema, statistics), config)
 
 
 def needs_statistics(expression: exp.Expression, config: OptimizerConfig, materialization: str = "table") -> bool:

@@ -5,6 +5,7 @@ What it does, when it fires and what was measured: docs/rules/rewrite_skew_joins
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +64,16 @@ def rewrite_skew_joins(
     return expression
 
 
+def weighs_hot_key_shares(expression: exp.Expression, estimator: Estimator, config: OptimizerConfig) -> bool:
+    """Whether the split weighs a hot key's share against config.task_slots on `expression` (which
+    it rewrites: give it a copy). The adapter asks a server for its task slots only then."""
+    weighed: list[int] = []
+    log = DecisionLog("rewrite_skew_joins")  # the probe's, not the model's record
+    for scope, select, label in list(join_blocks(expression, log)):
+        _rewrite_block(scope, select, label, estimator, config, log, weighed.append)
+    return bool(weighed)
+
+
 def _hot_keys(
     scope: Scope, alias: str, column: exp.Column, estimator: Estimator, config: OptimizerConfig, log: DecisionLog
 ) -> tuple[list[tuple[Any, float | None]], str]:
@@ -104,7 +115,13 @@ def _typed_keys(
 
 
 def _rewrite_block(
-    scope: Scope, select: exp.Select, label: str, estimator: Estimator, config: OptimizerConfig, log: DecisionLog
+    scope: Scope,
+    select: exp.Select,
+    label: str,
+    estimator: Estimator,
+    config: OptimizerConfig,
+    log: DecisionLog,
+    weigh: Callable[[int], None] = lambda slots: None,
 ) -> None:
     first, joins = select.args["from_"].this, select.args["joins"]
     join = joins[0]
@@ -133,7 +150,7 @@ def _rewrite_block(
     for skewed, other, position in sides:
         for pair in pairs:
             key, other_key = pair[position], pair[1 - position]
-            plan = _decide(scope, skewed, other, key, other_key, build, estimator, config, log)
+            plan = _decide(scope, skewed, other, key, other_key, build, estimator, config, log, weigh)
             if isinstance(plan, Skip):
                 reasons.append(f"{column_label(scope, skewed, key.name)}: {plan.reason}")
                 continue
@@ -185,8 +202,10 @@ def _decide(
     estimator: Estimator,
     config: OptimizerConfig,
     log: DecisionLog,
+    weigh: Callable[[int], None],
 ) -> _SkewPlan | Skip:
-    """The split of `skewed` JOIN `other` on its hot keys, or why not."""
+    """The split of `skewed` JOIN `other` on its hot keys, or why not; `weigh` is told the task
+    slots when a hot key's share is weighed against them."""
     hot, origin = _hot_keys(scope, skewed, key, estimator, config, log)
     if not hot:
         return Skip(f"no hot key ({origin})")
@@ -211,7 +230,8 @@ def _decide(
         # The model's own declaration (Hive's SKEWED BY) stands in for the unknown shares.
         details = dict(hot_share=None, task_slots=config.task_slots, speedup=None, other_hot_rows=round(other_hot_rows))
         return _SkewPlan(hot, origin + ", shares unknown: trusted", dtype, details)
-    speedup = skew_join_speedup(max(shares), config.slots())  # a server's are asked only here
+    weigh(config.task_slots)
+    speedup = skew_join_speedup(max(shares), config.task_slots)
     if speedup < SKEW_MIN_SPEEDUP:
         return Skip(
             f"the largest hot key holds {max(shares):.0%} of the rows: with {config.task_slots} task slots the "
