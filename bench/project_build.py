@@ -12,12 +12,20 @@ apart on this machine (the floor under any per-model target).
     .venv/bin/python bench/project_build.py --scale 0.1 --rounds 3 --control
     .venv/bin/python bench/project_build.py --scale 0.1 --rounds 4 --switched-off
     .venv/bin/python bench/project_build.py --scale 0.1 --rounds 6 --thrift
+    .venv/bin/python bench/project_build.py --scale 0.1 --rounds 3 --fresh-jvm --later-rounds 3
 
 `--switched-off` adds a third side to the rounds: hiveopt with its optimizer switched off (what the
 adapter's glue costs; it showed the ~1 s that every warm build spent after its last model).
 `--thrift` runs both sides over Thrift (dbt-spark's `thrift` method against hiveopt's) to a local
 standalone cluster the script starts from the pyspark package on free ports (two workers of one
 core, one SQL server) and stops by pid at the end: hiveopt's own statements cross the network there.
+`--fresh-jvm` runs every build in a process of its own, as each `dbt build` on the embedded session
+runs (its JVM starts and ends with the invocation): first builds paired per round, each over an
+empty warehouse (hiveopt: no statistics; what `make demo` does on a new machine), then with
+`--later-rounds` later builds over the last ones' folders. On a new JVM the first Spark job to read
+the sources pays the JVM's warm-up (parsing, class loading, JIT), whoever runs it: hiveopt's
+statistics pass, or dbt-spark's first models. The paired wall says what a first build costs in
+all, which the pass's own seconds cannot.
 """
 
 from __future__ import annotations
@@ -182,7 +190,27 @@ def main() -> int:
         help="over Thrift: both sides (dbt-spark's thrift method and hiveopt's) build on a local standalone "
         "cluster (two workers of one core, one SQL server) that the script starts on free ports and stops",
     )
+    parser.add_argument(
+        "--fresh-jvm",
+        action="store_true",
+        help="every build in a process of its own (a new JVM): --rounds paired first builds over empty warehouses "
+        "(no statistics: what a first `make demo` pays), then --later-rounds",
+    )
+    parser.add_argument(
+        "--later-rounds",
+        type=int,
+        default=0,
+        help="with --fresh-jvm: paired later builds after the first ones, a new JVM each, over the last first "
+        "builds' warehouses (hiveopt's statistics stored)",
+    )
+    parser.add_argument("--child", choices=tuple(VARIANTS), help=argparse.SUPPRESS)
+    parser.add_argument("--child-dir", help=argparse.SUPPRESS)
+    parser.add_argument("--label", default="build", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        return fresh_child(args)
+    if args.fresh_jvm:
+        return fresh_jvm(args)
     if args.control:
         return control(args)
     os.environ["HIVEOPT_FEEDBACK"] = args.feedback
@@ -325,6 +353,93 @@ def measure(args, common: dict, fetch, settle, variants: dict[str, str], where: 
     same = all(rows["hiveopt"][m] == rows["dbt-spark"][m] for m in MARTS)
     print(f"\nmarts' rows equal (last round): {'yes' if same else 'NO'}")
     return 0 if same else 1
+
+
+def fresh_child(args) -> int:
+    """One build in this new process: the embedded session as hiveopt starts it (local cores,
+    Spark's default memory; its warehouse and metastore in --child-dir), used by the side's dbt;
+    prints its figures as one JSON line."""
+    from pyspark.sql import SparkSession
+
+    from dbt.adapters.hiveopt.connections import session_configs
+
+    harness.tpch_data(args.scale)
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in session_configs(args.child_dir).items():
+        builder = builder.config(key, value)
+    builder.getOrCreate().sparkContext.setLogLevel("ERROR")
+    tpch = f"tpch_sf{str(args.scale).replace('.', '_')}"
+    run = build(VARIANTS[args.child], os.path.join("fresh", args.child), {"tpch_schema": tpch}, args.label)
+    figures = {"wall": run["wall"], "models": model_seconds(run), "gathered": gathering_seconds(run["records"])}
+    print("FIGURES " + json.dumps(figures), flush=True)
+    return 0
+
+
+def fresh_jvm(args) -> int:
+    """Paired first builds, each side in a new process (fresh_child) with an empty folder, ABBA
+    order; then, with --later-rounds, later builds in new processes too, over the last round's
+    folders (hiveopt's statistics stored; `--warm-builds` untimed hiveopt builds first): what each
+    `dbt build` on the embedded session pays, a JVM of its own every time."""
+    import shutil
+
+    harness.tpch_data(args.scale)
+    firsts: dict[str, list[dict]] = {v: [] for v in VARIANTS}
+    folders = {v: os.path.join(harness.RESULTS, "project-fresh", v) for v in VARIANTS}
+    for round_ in range(args.rounds):
+        for variant in harness.round_order(list(VARIANTS), round_):
+            shutil.rmtree(folders[variant], ignore_errors=True)
+            os.makedirs(folders[variant])
+            firsts[variant].append(_child_build(args, variant, folders[variant], f"first{round_ + 1}"))
+        print(f"first builds, round {round_ + 1}/{args.rounds} done", flush=True)
+    print(f"\nTPC-H SF {args.scale}, threads 4, a new JVM for every build")
+    print(f"{'':44} {'dbt-spark s':>12} {'hiveopt s':>10} {'paired ratio':>13}  (spark/hiveopt, >1: hiveopt faster)")
+    _fresh_lines("first builds (empty warehouse, no statistics)", firsts)
+    ours = firsts["hiveopt"]
+    shares = [r["gathered"] / max(r["models"] - r["gathered"], 1e-9) for r in ours]
+    print(
+        f"  hiveopt's statistics in its first builds: {median([r['gathered'] for r in ours]):.1f} s (median), "
+        f"{100 * median(shares):.0f}% of its building time (rounds: {', '.join(f'{100 * x:.0f}%' for x in shares)})",
+        flush=True,
+    )
+    if not args.later_rounds:
+        return 0
+    for warm in range(args.warm_builds):
+        _child_build(args, "hiveopt", folders["hiveopt"], f"warm{warm + 1}")
+    later: dict[str, list[dict]] = {v: [] for v in VARIANTS}
+    for round_ in range(args.later_rounds):
+        for variant in harness.round_order(list(VARIANTS), round_):
+            later[variant].append(_child_build(args, variant, folders[variant], f"later{round_ + 1}"))
+        print(f"later builds, round {round_ + 1}/{args.later_rounds} done", flush=True)
+    _fresh_lines(f"later builds (statistics stored, {args.warm_builds} untimed hiveopt builds before)", later)
+    return 0
+
+
+def _child_build(args, variant: str, folder: str, label: str) -> dict:
+    """One build by `variant` in a new process over `folder` (fresh_child); its figures."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, __file__, "--scale", args.scale, "--child", variant, "--child-dir", folder, "--label", label],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HIVEOPT_FEEDBACK": args.feedback},
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("FIGURES ")]
+    if done.returncode or not lines:
+        raise SystemExit(f"{variant}'s build {label} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return json.loads(lines[-1][len("FIGURES ") :])
+
+
+def _fresh_lines(title: str, runs: dict[str, list[dict]]) -> None:
+    print(title)
+    for key, what in (("wall", "dbt build, wall"), ("models", "all models and seeds")):
+        first, second = [r[key] for r in runs["dbt-spark"]], [r[key] for r in runs["hiveopt"]]
+        ratios = paired(first, second)
+        print(
+            f"  {what:42} {median(first):12.2f} {median(second):10.2f} {median(ratios):13.3f}   "
+            f"rounds: {', '.join(f'{r:.3f}' for r in ratios)}",
+            flush=True,
+        )
 
 
 def control(args) -> int:
