@@ -210,6 +210,8 @@ def main() -> int:
     if args.child:
         return fresh_child(args)
     if args.fresh_jvm:
+        if args.thrift or args.control or args.switched_off:
+            raise SystemExit("--fresh-jvm runs dbt-spark against hiveopt on the embedded session only")
         return fresh_jvm(args)
     if args.control:
         return control(args)
