@@ -30,6 +30,15 @@ def tpch_data(scale: str) -> str:
     return data
 
 
+def tpch_schema(scale: str) -> str:
+    """The schema the example project's on-run-start hook registers TPC-H at `scale` in.
+
+    >>> tpch_schema("0.1")
+    'tpch_sf0_1'
+    """
+    return f"tpch_sf{str(scale).replace('.', '_')}"
+
+
 def prepare(scale: str):
     """TPC-H at `scale` (generated once), a SparkSession of the benchmark's own, and the vars."""
     tpch_data(scale)
@@ -55,7 +64,7 @@ def prepare(scale: str):
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    return spark, {"bench": True, "tpch_schema": f"tpch_sf{str(scale).replace('.', '_')}"}
+    return spark, {"bench": True, "tpch_schema": tpch_schema(scale)}
 
 
 def session_for(target: str) -> None:

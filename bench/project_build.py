@@ -140,6 +140,15 @@ def paired(first: list[float], second: list[float]) -> list[float]:
     return [a / b for a, b in zip(first, second) if b]
 
 
+def paired_line(title: str, first: list[float], second: list[float], width: int = 40) -> str:
+    """A figure's medians per side, their paired ratio and each round's (first / second)."""
+    ratios = paired(first, second)
+    return (
+        f"{title:{width}} {median(first):12.2f} {median(second):10.2f} {median(ratios):13.3f}   "
+        f"rounds: {', '.join(f'{r:.3f}' for r in ratios)}"
+    )
+
+
 def rounds(settle, variants: dict[str, str], common: dict, count: int, rows=None) -> dict[str, list[dict]]:
     """`count` paired rounds of builds, the variants (folder -> dbt target) in ABBA order, `settle()`
     (a full garbage collection where the builds run) before each; `rows`, when given, is
@@ -258,7 +267,7 @@ def on_thrift(args) -> int:
             except OSError:  # a JRE without jcmd: the rounds' ABBA order is all the fairness left
                 pass
 
-        tpch = f"tpch_sf{str(args.scale).replace('.', '_')}"
+        tpch = harness.tpch_schema(args.scale)
         variants = {"dbt-spark": "spark_thrift", "hiveopt": "thrift"}
         return measure(args, {"tpch_schema": tpch}, fetch, settle, variants, "Thrift to a local cluster")
     finally:
@@ -318,13 +327,7 @@ def measure(args, common: dict, fetch, settle, variants: dict[str, str], where: 
     if args.switched_off:
         lines += [(SWITCHED_OFF, "wall", "switched off: wall"), (SWITCHED_OFF, "models", "switched off: models")]
     for variant, key, title in lines:
-        spark_s = [f[key] for f in table["dbt-spark"]]
-        ours = [f[key] for f in table[variant]]
-        ratios = paired(spark_s, ours)
-        print(
-            f"{title:40} {median(spark_s):12.2f} {median(ours):10.2f} {median(ratios):13.3f}   "
-            f"rounds: {', '.join(f'{r:.3f}' for r in ratios)}"
-        )
+        print(paired_line(title, [f[key] for f in table["dbt-spark"]], [f[key] for f in table[variant]]))
     print()
     print(f"per model, medians (optimized: {', '.join(optimized)})")
     for name in sorted(
@@ -361,17 +364,15 @@ def fresh_child(args) -> int:
     """One build in this new process: the embedded session as hiveopt starts it (local cores,
     Spark's default memory; its warehouse and metastore in --child-dir), used by the side's dbt;
     prints its figures as one JSON line."""
-    from pyspark.sql import SparkSession
+    from types import SimpleNamespace
 
-    from dbt.adapters.hiveopt.connections import session_configs
+    from dbt.adapters.hiveopt.connections import ensure_local_session
 
     harness.tpch_data(args.scale)
-    builder = SparkSession.builder.enableHiveSupport()
-    for key, value in session_configs(args.child_dir).items():
-        builder = builder.config(key, value)
-    builder.getOrCreate().sparkContext.setLogLevel("ERROR")
-    tpch = f"tpch_sf{str(args.scale).replace('.', '_')}"
-    run = build(VARIANTS[args.child], os.path.join("fresh", args.child), {"tpch_schema": tpch}, args.label)
+    # The adapter's own start of its session, over this build's folder; dbt-spark's side gets it too.
+    ensure_local_session(SimpleNamespace(spark_dir=args.child_dir, server_side_parameters={}))
+    common = {"tpch_schema": harness.tpch_schema(args.scale)}
+    run = build(VARIANTS[args.child], os.path.join("fresh", args.child), common, args.label)
     figures = {"wall": run["wall"], "models": model_seconds(run), "gathered": gathering_seconds(run["records"])}
     print("FIGURES " + json.dumps(figures), flush=True)
     return 0
@@ -436,12 +437,7 @@ def _fresh_lines(title: str, runs: dict[str, list[dict]]) -> None:
     print(title)
     for key, what in (("wall", "dbt build, wall"), ("models", "all models and seeds")):
         first, second = [r[key] for r in runs["dbt-spark"]], [r[key] for r in runs["hiveopt"]]
-        ratios = paired(first, second)
-        print(
-            f"  {what:42} {median(first):12.2f} {median(second):10.2f} {median(ratios):13.3f}   "
-            f"rounds: {', '.join(f'{r:.3f}' for r in ratios)}",
-            flush=True,
-        )
+        print(paired_line("  " + what, first, second, 44), flush=True)
 
 
 def control(args) -> int:
