@@ -54,3 +54,33 @@ def test_the_slots_decide_the_split():
     assert not decision["fired"] and "with 2 task slots" in decision["reason"] and not few.changed
     many, decision = _split(16)
     assert decision["fired"] and decision["task_slots"] == 16 and many.fired_rules == ["rewrite_skew_joins"]
+
+
+def _adapter_asks(fact_stats_in_order):
+    """The adapter's own steps, model by model, with a server that answers 2 slots: what each
+    model records, and how many times the server was asked."""
+    from types import SimpleNamespace
+
+    from dbt.adapters.hiveopt.connections import ServerTaskSlots
+    from dbt.adapters.hiveopt.impl import SERVER_SLOTS, HiveoptAdapter
+
+    asked = []
+    adapter = SimpleNamespace(_server_slots=ServerTaskSlots(), _run_sql=lambda sql: asked.append(sql) or [(2,)])
+    records = []
+    for fact_stats in fact_stats_in_order:
+        config = OptimizerConfig.from_dicts(CONFIG)
+        context = SimpleNamespace(schema=SCHEMA, statistics=_stats(fact_stats))
+        inputs = SimpleNamespace(prepared=prepare_query(SQL, SCHEMA), context=context)
+        given = HiveoptAdapter._server_slots_for(adapter, config, inputs)
+        records.append(HiveoptAdapter._slots_record(adapter, config, SERVER_SLOTS, given))
+    return records, len(asked)
+
+
+def test_only_a_model_that_weighs_a_hot_key_asks_or_records_the_slots_in_either_order():
+    from dbt.adapters.hiveopt.impl import SERVER_SLOTS, SLOTS_NOT_ASKED
+
+    not_asked, given = {"value": None, "from": SLOTS_NOT_ASKED}, {"value": 2, "from": SERVER_SLOTS}
+    assert _adapter_asks([HOT, FACT]) == ([given, not_asked], 1)
+    assert _adapter_asks([FACT, HOT]) == ([not_asked, given], 1)
+    assert _adapter_asks([HOT, FACT, HOT]) == ([given, not_asked, given], 1)  # asked once per invocation
+    assert _adapter_asks([FACT, FACT]) == ([not_asked, not_asked], 0)

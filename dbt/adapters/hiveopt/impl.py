@@ -105,7 +105,6 @@ class HiveoptAdapter(SparkAdapter):
         self._server_slots = ServerTaskSlots()  # a server's, read from its cluster once
         self._slots_of_session: int | None = None  # the embedded session's cores, read once
         self._sizes_kept: set[str] = set()  # seeds loading with the size kept (Thrift, Connect)
-        self._slots_given: set[str] = set()  # models given a server's task slots, until recorded
 
     @classmethod
     def type(cls) -> str:
@@ -222,9 +221,9 @@ class HiveoptAdapter(SparkAdapter):
         try:
             remembered, seen = self._no_gain_before(sql, config, materialization, model, graph)
             if remembered is not None:
-                result, gathering = pass_through(sql, remembered), {}
+                result, gathering, slots_asked = pass_through(sql, remembered), {}, False
             else:
-                result, gathering = self._optimize(
+                result, gathering, slots_asked = self._optimize(
                     sql, label, config, materialization or "table", own_table(model), slots_from == SERVER_SLOTS
                 )
                 if seen is not None:
@@ -244,31 +243,29 @@ class HiveoptAdapter(SparkAdapter):
             temporary=bool(temporary),
             statistics_gathering=gathering,
             setting_problems=config.problems,
-            task_slots=self._slots_record(config, slots_from, label),
+            task_slots=self._slots_record(config, slots_from, slots_asked),
         )
         return self._hand_over(sql, result, record, config, model, entered, seen)
 
-    def _slots_record(self, config: OptimizerConfig, slots_from: str, label: str) -> dict[str, Any]:
+    def _slots_record(self, config: OptimizerConfig, slots_from: str, asked: bool) -> dict[str, Any]:
         """The record's task_slots: their value and where it came from; a server's cluster that no
-        rule of the model needed was not asked (value None)."""
+        rule of the model needed was not asked (value None), whatever other models asked."""
         if slots_from != SERVER_SLOTS:
             return {"value": config.task_slots, "from": slots_from}
-        if label not in self._slots_given:
+        if not asked:
             return {"value": None, "from": SLOTS_NOT_ASKED}
-        self._slots_given.discard(label)
         return {"value": config.task_slots, "from": SERVER_SLOTS if self._server_slots.known else "the default"}
 
-    def _server_slots_for(self, config: OptimizerConfig, inputs, label: str) -> None:
-        """A server's task slots into the model's config, when its skew split weighs a hot key's
-        share against them (the rules' pure probe says so before they run) or an earlier model of
-        the invocation has asked already: asking is a Spark job (0.4-1.3 s on the tests' cluster)."""
+    def _server_slots_for(self, config: OptimizerConfig, inputs) -> bool:
+        """A server's task slots into the model's config when its skew split weighs a hot key's
+        share against them (the rules' pure probe says so before they run, a millisecond or so);
+        whether it did. Asking is a Spark job (0.4-1.3 s on the tests' cluster), run once per
+        invocation: later models that weigh get the value found."""
         context = inputs.context
-        if not self._server_slots.known and not weighs_task_slots(
-            inputs.prepared.expression, context.schema, context.statistics, config
-        ):
-            return
+        if not weighs_task_slots(inputs.prepared.expression, context.schema, context.statistics, config):
+            return False
         config.task_slots = self._server_slots.read(self._run_sql, logger.debug) or config.task_slots
-        self._slots_given.add(label)
+        return True
 
     def _no_gain_before(self, sql: str, config: OptimizerConfig, materialization, model, graph):
         """(reason, seen): a table or incremental model whose SQL the optimizer found nothing to
@@ -376,22 +373,23 @@ class HiveoptAdapter(SparkAdapter):
     ):
         """From the SQL alone first: a model no enabled rule could rewrite (no join, no subquery)
         costs no I/O and runs as written. Otherwise its inputs (catalog, statistics, fetched
-        values, a server's task slots when the skew split needs them), then the pure optimizer."""
+        values, a server's task slots when the skew split needs them), then the pure optimizer.
+        Returns the result, the statistics gathered, and whether the server's slots were asked."""
         if not any(config.rule_enabled(name) for name in RULE_NAMES):
-            return optimize(sql, OptimizerContext(config=config, model=label)), {}
+            return optimize(sql, OptimizerContext(config=config, model=label)), {}, False
         if materialization == "unit":
-            return pass_through(sql, UNIT_TEST_COLUMN_TYPES), {}
+            return pass_through(sql, UNIT_TEST_COLUMN_TYPES), {}, False
         if _empty_build():
-            return pass_through(sql, EMPTY_BUILD), {}
+            return pass_through(sql, EMPTY_BUILD), {}, False
         if reads_one_relation(sql):  # from its tokens: no parse either
-            return pass_through(sql, NOTHING_TO_REWRITE), {}
+            return pass_through(sql, NOTHING_TO_REWRITE), {}, False
         try:
             parsed = parse_query(sql)
         except UnsupportedQuery as error:
-            return optimize(sql, OptimizerContext(config=config, model=label)), {"skipped": str(error)}
+            return optimize(sql, OptimizerContext(config=config, model=label)), {"skipped": str(error)}, False
         if not needs_statistics(parsed, config, materialization):
             view_join = materialization in STORED_DEFINITIONS and parsed.find(exp.Join) is not None
-            return pass_through(sql, NOTHING_TO_REWRITE_IN_A_VIEW if view_join else NOTHING_TO_REWRITE), {}
+            return pass_through(sql, NOTHING_TO_REWRITE_IN_A_VIEW if view_join else NOTHING_TO_REWRITE), {}, False
         if not bool(self._stats_settings().get("auto_gather", True)):
             auto, why_not = False, "automatic gathering is off"
         elif materialization in STORED_DEFINITIONS:
@@ -404,11 +402,9 @@ class HiveoptAdapter(SparkAdapter):
         inputs = self.inputs.gather(
             sql, parsed, config, label, materialization, auto_gather=auto, why_not=why_not, own_table=own_table
         )
-        if ask_task_slots and inputs.prepared is not None:
-            self._server_slots_for(config, inputs, label)
-        return optimize(
-            sql, inputs.context, inputs.prepared
-        ), inputs.gathering  # one parse and one qualification per model
+        asked = ask_task_slots and inputs.prepared is not None and self._server_slots_for(config, inputs)
+        # one parse and one qualification per model
+        return optimize(sql, inputs.context, inputs.prepared), inputs.gathering, asked
 
     def _run_bounded(self, sql: str, deadline: float) -> list[tuple]:
         """A statement on this thread's connection, cancelled on Spark at the deadline (raises
