@@ -438,12 +438,9 @@ def fresh_jvm(args) -> int:
     _fresh_lines(f"later builds (statistics {stored}; {args.warm_builds} untimed hiveopt builds before)", later)
     if args.sources_changed:
         gathered = [r["gathered"] for r in later["hiveopt"]]
-        print(f"  hiveopt's statistics in these builds: {median(gathered):.1f} s (median; {_listed(gathered)})")
+        listed = ", ".join(f"{g:.1f}" for g in gathered)
+        print(f"  hiveopt's statistics in these builds: {median(gathered):.1f} s (median; {listed})")
     return 0
-
-
-def _listed(values: list[float]) -> str:
-    return ", ".join(f"{v:.1f}" for v in values)
 
 
 def _child_build(args, variant: str, folder: str, label: str, sources_changed: bool = False) -> dict:
