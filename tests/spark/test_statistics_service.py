@@ -159,6 +159,44 @@ def test_a_changed_table_is_stale_and_gathered_again(spark, stats_table):
     assert state == "gathered" and stats.row_count.value == 250 and seconds > 0
 
 
+def test_a_table_that_changed_little_keeps_its_statistics_when_asked(spark):
+    """stats.keep_within_size (default 1.1): a daily load of a few percent keeps the statistics,
+    scaled and marked estimated, with no pass; past the factor, or switched off, they are stale."""
+    spark.sql("CREATE DATABASE IF NOT EXISTS st")
+    spark.sql("DROP TABLE IF EXISTS st.daily")
+    spark.sql(
+        "CREATE TABLE st.daily USING parquet AS "
+        "SELECT id, date_add(DATE '2024-01-01', CAST(id % 300 AS INT)) AS day, concat('n', id % 7) AS name "
+        "FROM range(20000)"
+    )
+    service(spark).gather("st.daily")
+    # Today's load: 2% more rows, all of them past the old maximum date.
+    spark.sql("INSERT INTO st.daily SELECT id, DATE '2024-10-27', 'n1' FROM range(20000, 20400)")
+
+    def keeping(factor):
+        execute = lambda sql: [tuple(r) for r in spark.sql(sql).collect()]  # noqa: E731
+        return StatisticsService(execute, stats_schema="hiveopt_test_stats", keep_within_size=factor)
+
+    kept = keeping(1.1)
+    stats, state, seconds = kept.ensure("st.daily", columns=["id", "day"])
+    assert state.startswith("kept: stale") and "within stats.keep_within_size 1.1" in state, state
+    assert seconds == 0.0 and kept.passes == 0
+    assert stats.row_count.precision == Precision.ESTIMATED and 20000 < stats.row_count.value < 22000
+    assert stats.column("day").max > "2024-10-27"  # the new day is within the range estimated
+    assert stats.column("id").ndv.value > 19000
+    assert keeping(1.1).current("st.daily")[0].row_count.value == stats.row_count.value  # nothing saved
+    # Asked for detail the kept statistics lack (a string key's heavy hitters): a whole pass.
+    stats, state, seconds = kept.ensure("st.daily", key_columns=["name"], columns=["id", "name"])
+    assert state == "gathered" and stats.row_count.value == 20400 and seconds > 0
+    assert kept.current("st.daily")[1] == "current"
+    # Switched off: stale. Past the factor: stale.
+    spark.sql("INSERT INTO st.daily SELECT id, DATE '2024-10-26', 'n2' FROM range(20400, 20500)")
+    assert service(spark).current("st.daily")[1].startswith("kept")  # the default
+    assert keeping(1.0).current("st.daily")[1].startswith("stale")
+    spark.sql("INSERT INTO st.daily SELECT id, DATE '2024-10-28', 'n2' FROM range(20500, 40000)")
+    assert keeping(1.1).current("st.daily")[1].startswith("stale")
+
+
 def test_never_analyzed_table_has_absent_not_zero_rows(spark):
     spark.sql("CREATE TABLE IF NOT EXISTS st.untouched (a INT) USING parquet")
     spark.sql("INSERT INTO st.untouched VALUES (1), (2)")

@@ -16,6 +16,7 @@ MODULES = sorted(name for _, name, _ in pkgutil.walk_packages(optimizer.__path__
     "dbt.adapters.hiveopt.statistics_service",
     "dbt.adapters.hiveopt.statistics_gathering",
     "dbt.adapters.hiveopt.table_info",
+    "dbt.adapters.hiveopt.kept_statistics",
     "dbt.adapters.hiveopt.statistics_store",
     "dbt.adapters.hiveopt.feedback",
     "dbt.adapters.hiveopt.model_inputs",

@@ -30,6 +30,7 @@ from dbt.adapters.hiveopt.connections import (
 )
 from dbt.adapters.hiveopt.feedback import ORIGINAL_FASTER, Choice
 from dbt.adapters.hiveopt.html_report import write_index
+from dbt.adapters.hiveopt.kept_statistics import DEFAULT_KEEP_WITHIN_SIZE
 from dbt.adapters.hiveopt.model_inputs import InputGatherer, fetch_small_side_values  # noqa: F401 (fuzz/ imports it here)
 from dbt.adapters.hiveopt.optimizer import (
     RULE_NAMES,
@@ -171,6 +172,7 @@ class HiveoptAdapter(SparkAdapter):
                     buckets=int(settings.get("histogram_buckets", 32)),
                     warn=lambda message: logger.warning(f"hiveopt: {message}"),
                     sample_above_rows=int(settings.get("sample_above_rows", DEFAULT_SAMPLE_ABOVE_ROWS)),
+                    keep_within_size=float(settings.get("keep_within_size", DEFAULT_KEEP_WITHIN_SIZE)),
                     defer_saves=True,  # saved at the end of the invocation (cleanup_connections)
                 )
                 self._inputs = InputGatherer(service, self._run_bounded, debug=logger.debug)

@@ -7,7 +7,8 @@ the warehouse next to the tables, one JSON payload per table and collection, key
 name and a fingerprint of its data (creation time and total file size in the catalog, measured
 with Spark's `ANALYZE TABLE ... COMPUTE STATISTICS NOSCAN` when the catalog has none: Spark drops
 it when a table is written). Anyone using the same metastore sees the same statistics; a table
-whose fingerprint changed since collection is stale and gathered again.
+whose fingerprint changed since collection is stale and gathered again (or, within
+`stats.keep_within_size` of its size then, kept and scaled: kept_statistics.py).
 
 What one pass over a table is (its query, its row turned into TableStats): statistics_gathering.py.
 What the catalog says of a table: table_info.py.
@@ -25,6 +26,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from dbt.adapters.hiveopt.kept_statistics import DEFAULT_KEEP_WITHIN_SIZE, kept_statistics
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate, TableStats
 from dbt.adapters.hiveopt.statistics_gathering import (
@@ -45,9 +47,18 @@ from dbt.adapters.hiveopt.statistics_gathering import (
     statistics_from_rows,
 )
 from dbt.adapters.hiveopt.statistics_store import DEFAULT_STATS_SCHEMA, StatisticsStore, first_line
-from dbt.adapters.hiveopt.table_info import TableInfo, describes, parse_describe, parse_show_extended, seed_fingerprint
+from dbt.adapters.hiveopt.table_info import (
+    SEED_FILE,
+    TableInfo,
+    describes,
+    parse_describe,
+    parse_show_extended,
+    seed_fingerprint,
+)
 
 Execute = Callable[[str], list[tuple[Any, ...]]]
+# The state of a table whose stale statistics were kept for its small change of size.
+KEPT = "kept"
 # Names SHOW TABLE EXTENDED's pattern can match literally (its pattern is a regular expression).
 _PLAIN_NAME = re.compile(r"^[a-z0-9_]+$")
 
@@ -77,6 +88,7 @@ class StatisticsService(StatisticsStore):
         sample_rows: int = SAMPLE_ROWS,
         sample_check_above_bytes: int = SAMPLE_CHECK_ABOVE_BYTES,
         defer_saves: bool = False,
+        keep_within_size: float = DEFAULT_KEEP_WITHIN_SIZE,
     ):
         self.execute = execute
         self.stats_schema = stats_schema
@@ -85,6 +97,10 @@ class StatisticsService(StatisticsStore):
         self.sample_above_rows = sample_above_rows
         self.sample_rows = sample_rows
         self.sample_check_above_bytes = sample_check_above_bytes
+        # Stale statistics of a table within this factor of its size at collection are kept,
+        # scaled (kept_statistics.py); 1: never.
+        self.keep_within_size = keep_within_size
+        self._kept: dict[str, tuple[str, TableStats]] = {}  # name -> (fingerprint now, scaled copy)
         # The adapter saves a dbt invocation's statistics once, at its end (each save is a Spark
         # write job of 0.4-0.7 s that the model which gathered would otherwise wait for).
         self.defer_saves = defer_saves
@@ -488,8 +504,31 @@ class StatisticsService(StatisticsStore):
         if stats is None:
             return None, "never gathered"
         if not describes(stats.fingerprint, info, self.seed_files.get(name)):
+            kept = self._kept_across(name, stats, info)
+            if kept is not None:
+                ratio = (kept.size_bytes.value or 0) / (stats.size_bytes.value or 1)
+                return kept, (
+                    f"{KEPT}: stale, the table has {ratio:.3f}x the bytes it had when gathered "
+                    f"({stats.collected_at}), within stats.keep_within_size {self.keep_within_size:g}: "
+                    "counts scaled, estimated"
+                )
             return None, f"stale (table changed since {stats.collected_at})"
         return stats, "current"
+
+    def _kept_across(self, name: str, stats: TableStats, info: TableInfo) -> TableStats | None:
+        """Stale statistics kept for a table whose size changed little (kept_statistics.py), once
+        per fingerprint the catalog gives; never a seed's (counted from its file)."""
+        if self.keep_within_size <= 1 or SEED_FILE in str(stats.fingerprint or ""):
+            return None
+        with self._lock:
+            known = self._kept.get(name)
+        if known is not None and known[0] == info.fingerprint:
+            return known[1]
+        kept = kept_statistics(stats, info.size_bytes, self.keep_within_size)
+        if kept is not None:
+            with self._lock:
+                self._kept[name] = (info.fingerprint, kept)
+        return kept
 
     def ensure(
         self,
@@ -525,7 +564,7 @@ class StatisticsService(StatisticsStore):
             return stats, state, 0.0
         if not auto_gather:
             return stats, f"{state}; {why_not}", 0.0
-        if stats is not None:
+        if stats is not None and not state.startswith(KEPT):  # a narrow pass would save kept ones as current
             result = self.gather_columns(name, stats, missing, keys & missing)
             return result.stats, f"gathered {', '.join(sorted(missing))} (a narrow pass)", result.seconds
         result = self.gather(name, keys, None if columns is None else wanted)

@@ -118,6 +118,7 @@ STATS_SETTINGS = (
     "heavy_hitters",
     "histogram_buckets",
     "sample_above_rows",
+    "keep_within_size",
 )
 
 
@@ -316,6 +317,8 @@ def _stats_settings(value: Any) -> dict[str, Any]:
             setting = _number(int, 1, 1000)(setting)
         if key == "sample_above_rows":
             setting = _number(int, 0, 10**15)(setting)
+        if key == "keep_within_size":
+            setting = _number(float, 1.0, 100.0)(setting)
         out[key] = setting
     return out
 
