@@ -4,7 +4,7 @@ uses them: a bad entry is refused with a message naming it, never turned into a 
 import pytest
 
 from dbt.adapters.hiveopt.optimizer import OptimizerConfig, OptimizerContext, StatsCatalog, optimize
-from dbt.adapters.hiveopt.optimizer.config import ConfigError, validate_settings
+from dbt.adapters.hiveopt.optimizer.config import ConfigError, stats_settings, validate_settings
 from dbt.adapters.hiveopt.optimizer.literals import key_literals, typed_value
 from dbt.adapters.hiveopt.optimizer.statistics import StatisticsError, TableStats
 
@@ -83,6 +83,14 @@ def test_profile_problems_are_an_error():
         OptimizerConfig.from_dicts({"task_slots": 0})
     assert validate_settings({"stats": {"auto_gather": "off", "schema": "hiveopt"}}) == ({}, [])
     assert validate_settings({"stats": {"schema": "x; drop"}})[1]
+
+
+def test_a_size_factor_under_one_is_refused():
+    """stats.keep_within_size is a factor: 1 keeps nothing (off), under 1 means nothing."""
+    assert stats_settings({"stats": {"keep_within_size": "1.25"}}) == {"keep_within_size": 1.25}
+    assert stats_settings({"stats": {"keep_within_size": 1}}) == {"keep_within_size": 1.0}
+    for bad in (0.9, 0, "daily", float("inf")):
+        assert any("keep_within_size" in p for p in validate_settings({"stats": {"keep_within_size": bad}})[1])
 
 
 def test_a_reorder_gain_under_one_is_refused():

@@ -311,14 +311,17 @@ def _stats_settings(value: Any) -> dict[str, Any]:
             raise ValueError(f"unknown setting {key!r} (settings: {', '.join(STATS_SETTINGS)})")
         if key == "schema" and not (isinstance(setting, str) and setting.replace("_", "").isalnum()):
             raise ValueError(f"schema: {setting!r} is not a schema name")
-        if key in ("auto_gather", "gather_unread_models"):
-            setting = _boolean(setting)
-        if key in ("heavy_hitters", "histogram_buckets"):
-            setting = _number(int, 1, 1000)(setting)
-        if key == "sample_above_rows":
-            setting = _number(int, 0, 10**15)(setting)
-        if key == "keep_within_size":
-            setting = _number(float, 1.0, 100.0)(setting)
+        try:  # the message names the setting: `stats: keep_within_size: 0.9 is outside 1..100`
+            if key in ("auto_gather", "gather_unread_models"):
+                setting = _boolean(setting)
+            if key in ("heavy_hitters", "histogram_buckets"):
+                setting = _number(int, 1, 1000)(setting)
+            if key == "sample_above_rows":
+                setting = _number(int, 0, 10**15)(setting)
+            if key == "keep_within_size":
+                setting = _number(float, 1.0, 100.0)(setting)
+        except ValueError as error:
+            raise ValueError(f"{key}: {error}") from None
         out[key] = setting
     return out
 
