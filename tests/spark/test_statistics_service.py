@@ -159,7 +159,7 @@ def test_a_changed_table_is_stale_and_gathered_again(spark, stats_table):
     assert state == "gathered" and stats.row_count.value == 250 and seconds > 0
 
 
-def test_a_table_that_changed_little_keeps_its_statistics_when_asked(spark):
+def test_a_table_that_changed_little_keeps_its_statistics_scaled(spark):
     """stats.keep_within_size (default 1.1): a daily load of a few percent keeps the statistics,
     scaled and marked estimated, with no pass; past the factor, or switched off, they are stale."""
     spark.sql("CREATE DATABASE IF NOT EXISTS st")

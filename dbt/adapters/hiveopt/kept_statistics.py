@@ -36,14 +36,13 @@ import datetime as _dt
 import math
 from typing import Any
 
+from dbt.adapters.hiveopt.optimizer.selectivity import ISO_DATE_FORMATS
 from dbt.adapters.hiveopt.optimizer.statistics import Estimate, TableStats
 from dbt.adapters.hiveopt.statistics_gathering import scale_sample
 
 # A daily load of a few percent keeps the statistics; a table rebuilt with a tenth more or less
 # data, or past it, is gathered again (feedback's memory holds its decisions up to 2x).
 DEFAULT_KEEP_WITHIN_SIZE = 1.1
-# ISO forms a gathered date or timestamp has (statistics_gathering._typed writes them).
-_DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S")
 
 
 def kept_statistics(stats: TableStats, size_now: int | None, factor: float) -> TableStats | None:
@@ -87,7 +86,7 @@ def _widened(low: Any, high: Any, share: float) -> tuple[Any, Any]:
             return math.floor(low - step), math.ceil(high + step)
         return low - step, high + step
     if isinstance(low, str) and isinstance(high, str):
-        for fmt in _DATE_FORMATS:
+        for fmt in ISO_DATE_FORMATS:
             try:
                 first, last = _dt.datetime.strptime(low, fmt), _dt.datetime.strptime(high, fmt)
             except ValueError:
