@@ -48,8 +48,8 @@ from dbt.adapters.hiveopt.statistics_gathering import (
 )
 from dbt.adapters.hiveopt.statistics_store import DEFAULT_STATS_SCHEMA, StatisticsStore, first_line
 from dbt.adapters.hiveopt.table_info import (
-    SEED_FILE,
     TableInfo,
+    counted_from_seed,
     describes,
     parse_describe,
     parse_show_extended,
@@ -518,7 +518,7 @@ class StatisticsService(StatisticsStore):
     def _kept_across(self, name: str, stats: TableStats, info: TableInfo) -> TableStats | None:
         """Stale statistics kept for a table whose size changed little (kept_statistics.py), once
         per fingerprint the catalog gives; never a seed's (counted from its file)."""
-        if self.keep_within_size <= 1 or SEED_FILE in str(stats.fingerprint or ""):
+        if self.keep_within_size <= 1 or counted_from_seed(stats.fingerprint):
             return None
         with self._lock:
             known = self._kept.get(name)

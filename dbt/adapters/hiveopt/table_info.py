@@ -57,9 +57,18 @@ def describes(stored: str | None, info: TableInfo, seed_file: str | None = None)
     """
     if str(stored or "").partition(SEED_FILE)[0] == info.fingerprint:
         return True
-    if not seed_file or info.size_bytes is None or SEED_FILE not in str(stored or ""):
+    if not seed_file or info.size_bytes is None or not counted_from_seed(stored):
         return False
     return data_version(stored) == data_version(seed_fingerprint(info.fingerprint, seed_file))
+
+
+def counted_from_seed(fingerprint: str | None) -> bool:
+    """Whether statistics stored under `fingerprint` were counted from a seed's file.
+
+    >>> counted_from_seed("Tue|10|seed file ab"), counted_from_seed("Tue|10"), counted_from_seed(None)
+    (True, False, False)
+    """
+    return SEED_FILE in str(fingerprint or "")
 
 
 def seed_fingerprint(fingerprint: str, seed_file: str | None) -> str:
