@@ -7,6 +7,10 @@ TPCH_SCALE ?= 0.1
 TPCH_DIR := $(CURDIR)/data/tpch-$(TPCH_SCALE)
 export HIVEOPT_TPCH_DIR := $(TPCH_DIR)
 PYTEST_ARGS ?=
+# Two pytest-xdist workers (tests/conftest.py sends them a module at a time, the test cluster's
+# modules together): most of the suite waits on JVMs, servers and dbt, not on both cores.
+# PYTEST_WORKERS=0 runs it in one process.
+PYTEST_WORKERS ?= 2
 
 .PHONY: install data demo lint test test-all browser bench bench-project bench-thrift bench-tpcds calibrate fuzz fuzz-corpus clean
 
@@ -43,13 +47,13 @@ lint: install
 	$(BIN)/ruff format --check .
 
 test: data lint browser
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # Everything `make test` runs, and the slow matrix: every dbt conformance class on Thrift and on
 # Spark Connect too (marked `matrix`). Every class on session, Thrift and Connect, the cluster's
 # start included (pytest -m "matrix or not matrix" tests/functional): 6 minutes on two cores.
 test-all: data lint browser
-	$(BIN)/pytest -m "matrix or not matrix" $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) -m "matrix or not matrix" $(PYTEST_ARGS)
 
 # The HTML report's test opens the report in Debian's Chromium (browsers that download themselves
 # cannot be fetched here); installed when missing.

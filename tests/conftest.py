@@ -1,4 +1,6 @@
 import os
+import pathlib
+import re
 import signal
 import sys
 
@@ -59,3 +61,48 @@ def spark_cluster(tmp_path_factory):
     finally:
         cluster.stop()
         assert not any(daemon.alive() for daemon in cluster.daemons)
+
+
+# The fixtures that reach the test cluster. Under pytest-xdist every module that names one runs on
+# the same worker (one cluster starts, not one per worker): the controller, which collects nothing,
+# finds them in the test files' text, and each worker checks that against its fixtures.
+CLUSTER_FIXTURES = re.compile(r"(?<![.\w])(?:spark_cluster|thrift_server|connect_server)\b")  # not the module
+
+
+def _modules_on_cluster(root) -> set[str]:
+    """The test files (as node ids name them) whose text names a cluster fixture."""
+    found = set()
+    for path in pathlib.Path(root, "tests").rglob("test_*.py"):
+        if CLUSTER_FIXTURES.search(path.read_text()):
+            found.add(path.relative_to(root).as_posix())
+    return found
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`make test` runs two workers (pytest -n 2; half the suite's wall time: most of it waits on
+    JVMs, servers and dbt's own work, not on both cores). Tests are sent a module at a time, so
+    its module- and class-scoped fixtures (the fuzz slice, dbt's test projects) run once, and the
+    modules on the test cluster as one unit."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    on_cluster = _modules_on_cluster(config.rootpath)
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "the test cluster" if module in on_cluster else module
+
+    return ModuleScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+    """On a pytest-xdist worker: a module on the test cluster that the scheduler would not group
+    (it reaches the cluster through a fixture of another name) is an error, not a second cluster."""
+    if not hasattr(config, "workerinput"):
+        return
+    on_cluster = _modules_on_cluster(config.rootpath)
+    missed = sorted(
+        {item.nodeid.split("::", 1)[0] for item in items if "spark_cluster" in item.fixturenames} - on_cluster
+    )
+    if missed:
+        raise pytest.UsageError(f"{missed} use the test cluster without naming a fixture of {CLUSTER_FIXTURES.pattern}")

@@ -95,7 +95,12 @@ def passed(result):
 @pytest.fixture(scope="module")
 def session_build(spark, tpch_dir, tmp_path_factory):
     """The example project built once on the local session: (result, report folder, events,
-    seconds, the marts' rows) for the session's test and as the reference of the cluster's."""
+    seconds, the marts' rows) for the session's test and as the reference of the cluster's.
+    The project's databases are dropped first: the rule fixtures' tables (tests/spark) have a
+    `tpch` database of their own, which the project's on-run-start would otherwise keep (it
+    registers its sources only where they do not exist)."""
+    for database in ("tpch", "analytics"):
+        spark.sql(f"DROP DATABASE IF EXISTS {database} CASCADE")  # the sources' Parquet stays
     events = Events()
     started = time.perf_counter()
     result, report_dir = build("session", tmp_path_factory.mktemp("session-build"), events)
