@@ -79,8 +79,8 @@ def _modules_on_cluster(root) -> set[str]:
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """`make test` runs two workers (pytest -n 2; half the suite's wall time: most of it waits on
-    JVMs, servers and dbt's own work, not on both cores). Tests are sent a module at a time, so
+    """`make test` runs two workers (pytest -n 2: a quarter off the suite's wall time, as most of it
+    waits on JVMs, servers and dbt's own work, not on both cores). Tests are sent a module at a time, so
     its module- and class-scoped fixtures (the fuzz slice, dbt's test projects) run once, and the
     modules on the test cluster as one unit."""
     from xdist.scheduler import LoadScopeScheduling
