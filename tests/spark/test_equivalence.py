@@ -15,9 +15,12 @@ CASES = [c for rule in RULE_NAMES for c in load_cases(rule) if c.executable]
 
 pytestmark = pytest.mark.spark
 
-# Rows of each fixture's original SQL, as test_same_results counted them: the data check below
-# reads them rather than running every fixture again (45 s of the suite).
-ORIGINAL_ROWS: dict[str, int] = {}
+
+@pytest.fixture(scope="module")
+def original_rows():
+    """Rows of each fixture's original SQL, as test_same_results counted them: the data check
+    reads them rather than running every fixture again (45 s of the suite)."""
+    return {}
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +32,7 @@ def fixture_tables(spark):
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)
-def test_same_results(fixture_tables, case):
+def test_same_results(fixture_tables, original_rows, case):
     spark = fixture_tables
     result = optimize(case.sql, context_for(case))
     assert result.fallback_reason is None
@@ -39,18 +42,18 @@ def test_same_results(fixture_tables, case):
     # aside, which a CTAS drops.
     assert [f.dataType for f in optimized.schema.fields] == [f.dataType for f in original.schema.fields]
     expected = Counter(rows_of(spark, case.sql))
-    ORIGINAL_ROWS[case.sql] = sum(expected.values())
+    original_rows[case.sql] = sum(expected.values())
     assert Counter(rows_of(spark, result.sql)) == expected
 
 
-def test_the_data_exercises_the_fixtures(fixture_tables):
+def test_the_data_exercises_the_fixtures(fixture_tables, original_rows):
     """Equivalence on empty results proves little: most fixtures must return rows. (A fixture that
     test_same_results did not run, as under `-k`, is run here.)"""
 
     def rows(case):
-        if case.sql not in ORIGINAL_ROWS:
-            ORIGINAL_ROWS[case.sql] = fixture_tables.sql(case.sql).limit(1).count()
-        return ORIGINAL_ROWS[case.sql]
+        if case.sql not in original_rows:
+            original_rows[case.sql] = fixture_tables.sql(case.sql).limit(1).count()
+        return original_rows[case.sql]
 
     non_empty = [c for c in CASES if rows(c) > 0]
     assert len(non_empty) >= 0.8 * len(CASES), [str(c) for c in CASES if c not in non_empty]
