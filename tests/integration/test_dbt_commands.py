@@ -10,7 +10,10 @@ import sys
 import textwrap
 
 import pytest
+import sqlglot
 from helpers.dbt_run import Events, run_dbt
+
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 
 pytestmark = pytest.mark.integration
 
@@ -195,6 +198,15 @@ def test_explain_command(project, capsys):
     # The SQL before is what dbt compiled, as it wrote it.
     compiled = (project / "target" / "compiled" / "commands" / "models" / "joined.sql").read_text().strip()
     assert "-- before (the SQL dbt compiled)\n" + compiled in out
+    # The SQL after is the record's (the text Spark ran, on one line) laid out a clause per line.
+    record = json.loads((project / "target" / "hiveopt" / "joined.json").read_text())
+    after = out.split("-- after (the SQL Spark ran, laid out)\n")[1].split("\n\n-- ")[0]
+    assert "\nFROM " in after and "\n" not in record["optimized_sql"].strip(), after
+
+    def one_line(sql):
+        return sqlglot.transpile(sql, read=DIALECT, write=DIALECT)[0]
+
+    assert one_line(after) == one_line(record["optimized_sql"]), after
 
 
 def test_explain_into_a_closed_pipe_ends_quietly(project):

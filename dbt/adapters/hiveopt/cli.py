@@ -51,7 +51,10 @@ def explain(model: str, project_dir: str) -> int:
         print(f"unchanged: {record['unchanged_reason']}")
     print("\n-- before (the SQL dbt compiled)\n" + record.get("original_sql", "").strip())
     if record.get("changed"):
-        print("\n-- after (the SQL Spark ran)\n" + record.get("optimized_sql", "").strip())
+        from dbt.adapters.hiveopt.optimizer.dialect import formatted
+
+        # Laid out for reading: the optimizer writes its SQL on one line (the .sql file has it so).
+        print("\n-- after (the SQL Spark ran, laid out)\n" + formatted(record.get("optimized_sql", "").strip()))
     trees = record.get("join_trees") or {}
     if trees.get("written"):
         print("\n-- join trees (estimated rows and size; the join algorithm asked of Spark)")

@@ -100,18 +100,6 @@ def tree_svg(tree: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def _pretty(sql: str) -> str:
-    """Both texts in one layout, so that the differences are the rewrite's, not the formatting's."""
-    try:
-        import sqlglot
-
-        from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
-
-        return sqlglot.transpile(sql, read=DIALECT, write=DIALECT, pretty=True)[0]
-    except Exception:
-        return sql
-
-
 def _cut(text: str, length: int = 44) -> str:
     return text if len(text) <= length else text[: length - 1] + "…"
 
@@ -151,10 +139,12 @@ def _model_section(name: str, record: dict[str, Any]) -> str:
     before, after = record.get("original_sql") or "", record.get("optimized_sql") or ""
     out.append("<h3>SQL dbt compiled</h3><pre>" + html.escape(before) + "</pre>")
     if record.get("changed"):
+        from dbt.adapters.hiveopt.optimizer.dialect import formatted  # sqlglot, only for a rewrite
+
         out.append("<h3>SQL Spark ran, against it</h3>")
         out.append(
             difflib.HtmlDiff(wrapcolumn=90).make_table(
-                _pretty(before).splitlines(), _pretty(after).splitlines(), "compiled (formatted)", "ran (formatted)"
+                formatted(before).splitlines(), formatted(after).splitlines(), "compiled (formatted)", "ran (formatted)"
             )
         )
     out.append('<h3>Decisions</h3><ul class="decisions">')

@@ -14,6 +14,7 @@ A sample with a seed is written as Spark reads it:
 'SELECT * FROM t TABLESAMPLE (10 PERCENT) REPEATABLE (7)'
 """
 
+import sqlglot
 from sqlglot.dialects.spark import Spark
 
 
@@ -28,3 +29,26 @@ class HiveoptSpark(Spark):
 
 
 DIALECT = HiveoptSpark
+
+
+def formatted(sql: str) -> str:
+    """The SQL laid out one clause per line, for people to read (`hiveopt explain`, the HTML
+    report); the text as it was when it does not parse. The text Spark runs is not formatted:
+    whitespace is all that would change.
+
+    >>> print(formatted("SELECT a, SUM(b) AS s FROM t JOIN u ON t.k = u.k GROUP BY a"))
+    SELECT
+      a,
+      SUM(b) AS s
+    FROM t
+    JOIN u
+      ON t.k = u.k
+    GROUP BY
+      a
+    >>> formatted("not sql at all (")
+    'not sql at all ('
+    """
+    try:
+        return sqlglot.transpile(sql, read=DIALECT, write=DIALECT, pretty=True)[0]
+    except Exception:  # a text sqlglot cannot read is shown as it is
+        return sql
