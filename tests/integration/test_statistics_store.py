@@ -17,7 +17,13 @@ from collections import Counter
 import pytest
 from helpers.dbt_run import Events, run_dbt
 
-from dbt.adapters.hiveopt.model_inputs import FIRST_PASS, FIRST_PASS_STATE, FIRST_PASS_WAIT
+from dbt.adapters.hiveopt.model_inputs import (
+    BEHIND_STATE,
+    FIRST_PASS,
+    FIRST_PASS_BEHIND,
+    FIRST_PASS_STATE,
+    FIRST_PASS_WAIT,
+)
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
 
 pytestmark = pytest.mark.integration
@@ -145,6 +151,68 @@ def test_threads_on_the_session(spark, tmp_path):
         "WHERE table_name NOT LIKE 'outcome:%' GROUP BY table_name"
     ).collect()
     assert {row.table_name: row.n for row in stored} == {f"stt_src.{s}": 1 for s in SOURCES}
+
+
+def test_a_first_pass_behind_the_builds_keeps_them_from_waiting(spark, tmp_path):
+    """`stats.first_pass: behind`, 16 models on 8 threads, the sources never gathered: the first
+    model that needs statistics starts one pass over the four sources on a thread of its own and
+    no model waits for it. The models that start while it runs read the sources without
+    statistics and run as written (the record says why); the pass's seconds go into the starting
+    model's record; its statistics are saved, and the next run rewrites every model from them,
+    with the same rows."""
+    for db in ("stt_src", "stt_stats", "stt"):
+        spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")
+    threads_project(
+        tmp_path,
+        "stt_src",
+        "stt_stats",
+        """
+        type: hiveopt
+        method: session
+        schema: stt
+        """,
+        # Spark broadcasts nothing by itself: with statistics every model gets a hint.
+        optimizer="spark_broadcast_threshold_bytes: -1\nfeedback: off\nstats:\n  first_pass: behind",
+    )
+    sources = sorted(f"stt_src.{s}" for s in SOURCES)
+    events = Events()
+    result = run(tmp_path, "run", events=events)
+    assert result.success, [(r.node.name, r.status, r.message) for r in result.result.results]
+    assert not [m for m in events.messages if "hiveopt" in m.lower() and ("failed" in m or "not saved" in m)]
+    first = records(tmp_path)
+    assert len(first) == MODELS
+    passes = [
+        r["statistics_gathering"][FIRST_PASS_BEHIND]
+        for r in first.values()
+        if FIRST_PASS_BEHIND in r["statistics_gathering"]
+    ]
+    assert len(passes) == 1 and passes[0]["tables"] == sources and passes[0]["seconds"] > 0, passes
+    as_written = 0
+    for name, record in first.items():
+        gathering = {k: v for k, v in record["statistics_gathering"].items() if k != FIRST_PASS_BEHIND}
+        assert FIRST_PASS not in gathering and FIRST_PASS_WAIT not in gathering, (name, gathering)
+        states = {entry["state"] for entry in gathering.values()}
+        # No model gathered a table itself: the pass's tables were either being gathered or current.
+        assert states <= {BEHIND_STATE, "current"}, (name, states)
+        if BEHIND_STATE in states:
+            as_written += 1
+            assert not record["changed"] and record["fallback_reason"] is None, name
+    # At least the model that started the pass ran as written (8 threads: usually all the first 8).
+    assert as_written >= 1
+    said = [m for m in events.messages if f"{MODELS} models: " in m]
+    behind = f"{as_written} unchanged ({as_written} statistics being gathered behind the builds)"
+    assert said and behind in said[0], said
+    rows_before = sorted(spark.table("stt.m00").collect())
+
+    result = run(tmp_path, "run")
+    assert result.success
+    second = records(tmp_path)
+    for name, record in second.items():
+        assert FIRST_PASS_BEHIND not in record["statistics_gathering"], name
+        assert {e["state"] for e in record["statistics_gathering"].values()} == {"current"}, name
+        assert record["changed"] and all(u["precision"] == "exact" for u in record["statistics_used"].values()), name
+    assert sorted(spark.table("stt.m00").collect()) == rows_before
+    print(f"first pass behind: {passes[0]['seconds']} s, {as_written} of {MODELS} models ran as written meanwhile")
 
 
 def test_feedback_measures_each_rewrite_once_and_keeps_the_faster_on_threads(spark, tmp_path):

@@ -129,3 +129,58 @@ def test_what_the_run_has_described_is_answered_while_a_pass_holds_the_table():
     finally:
         done.set()
         holder.join(10)
+
+
+class NeverGathered(PassThatGathers):
+    def current(self, name):
+        return None, "never gathered"
+
+
+def test_a_pass_behind_the_builds_keeps_every_model_from_waiting():
+    """`stats.first_pass: behind`: the first model that needs statistics starts the pass on a
+    thread of its own and goes on; while it runs, models read its tables without statistics
+    (without waiting on the table's lock, which the pass holds) and their records say why; once it
+    has run, the pass's seconds are there for the starting model's record, and nothing is to come."""
+    from dbt.adapters.hiveopt.model_inputs import BEHIND_STATE, FIRST_PASS, FIRST_PASS_BEHIND, _Wanted
+
+    service = NeverGathered()
+    threads = []
+
+    def run_behind(work):
+        threads.append(threading.Thread(target=work))
+        threads[-1].start()
+
+    inputs = InputGatherer(service, run_behind=run_behind)
+    inputs.read_project(GRAPH, ["model.p.mart"])
+    started = {}
+    inputs._first_pass_behind(started, "mart")  # returns while the pass runs
+    assert service.started.wait(10) and not service.release.is_set()
+    entry = started[FIRST_PASS_BEHIND]
+    assert entry["tables"] == ["s.orders"] and entry["behind"] and FIRST_PASS not in started
+    assert inputs.first_pass_to_come() is True
+    meanwhile = {}
+    inputs._first_pass_behind(meanwhile, "other")  # a second model: nothing more started
+    assert meanwhile == {} and len(threads) == 1
+    assert inputs._table("S.Orders", _Wanted(set(), set()), (True, ""), meanwhile) is None
+    assert meanwhile["S.Orders"]["state"] == BEHIND_STATE
+    service.release.set()
+    threads[0].join(10)
+    assert inputs.first_pass_to_come() is False and not inputs._gathered_behind("s.orders")
+    label, done = inputs.behind_done
+    assert label == "mart" and done["seconds"] == 0.2 and done["tables"] == ["s.orders"]
+
+
+def test_a_pass_behind_that_cannot_start_leaves_the_models_to_gather():
+    """A pass that cannot be started (no thread, no connection) is no pass: models gather the
+    tables they read themselves, as without the setting."""
+    from dbt.adapters.hiveopt.model_inputs import FIRST_PASS_BEHIND
+
+    def cannot_start(work):
+        raise RuntimeError("no connection")
+
+    inputs = InputGatherer(NeverGathered(), run_behind=cannot_start)
+    inputs.read_project(GRAPH, ["model.p.mart"])
+    started = {}
+    inputs._first_pass_behind(started, "mart")
+    assert inputs.first_pass_to_come() is False and not inputs._gathered_behind("s.orders")
+    assert FIRST_PASS_BEHIND not in started and inputs.behind_done is None

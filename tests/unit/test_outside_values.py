@@ -93,6 +93,15 @@ def test_a_size_factor_under_one_is_refused():
         assert any("keep_within_size" in p for p in validate_settings({"stats": {"keep_within_size": bad}})[1])
 
 
+def test_the_first_pass_mode_is_wait_or_behind():
+    """stats.first_pass: `wait` (the default) or `behind`, also as text in any case."""
+    assert stats_settings({"stats": {"first_pass": "Behind"}}) == {"first_pass": "behind"}
+    assert stats_settings({"stats": {"first_pass": "wait"}}) == {"first_pass": "wait"}
+    for bad in ("later", True, 1, None):
+        problems = validate_settings({"stats": {"first_pass": bad}})[1]
+        assert any("first_pass" in p and "wait, behind" in p for p in problems), problems
+
+
 def test_a_reorder_gain_under_one_is_refused():
     """reorder_min_gain 1 writes any cheaper order; under 1 it would write a dearer one."""
     assert OptimizerConfig.from_dicts({"reorder_min_gain": "1.2"}).reorder_min_gain == 1.2

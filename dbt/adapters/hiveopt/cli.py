@@ -166,6 +166,8 @@ def _added_ms(record: dict) -> str:
     '50.0'
     >>> _added_ms({"overhead_ms": 2950.0, "statistics_gathering": {"(waited ...)": {"waited_seconds": 2.9}}})
     '50.0'
+    >>> _added_ms({"overhead_ms": 50.0, "statistics_gathering": {"(... behind ...)": {"seconds": 7.0, "behind": True}}})
+    '50.0'
     >>> _added_ms({})
     ''
     """
@@ -174,7 +176,7 @@ def _added_ms(record: dict) -> str:
     gathering = sum(
         float(g.get("seconds") or 0) + float(g.get("waited_seconds") or 0)
         for g in (record.get("statistics_gathering") or {}).values()
-        if isinstance(g, dict)
+        if isinstance(g, dict) and not g.get("behind")  # a pass behind the build: not its time
     )
     return f"{max(float(record['overhead_ms']) - 1000 * gathering, 0.0):.1f}"
 

@@ -31,7 +31,12 @@ from dbt.adapters.hiveopt.connections import (
 from dbt.adapters.hiveopt.feedback import ORIGINAL_FASTER, Choice
 from dbt.adapters.hiveopt.html_report import write_index
 from dbt.adapters.hiveopt.kept_statistics import DEFAULT_KEEP_WITHIN_SIZE
-from dbt.adapters.hiveopt.model_inputs import InputGatherer, fetch_small_side_values  # noqa: F401 (fuzz/ imports it here)
+from dbt.adapters.hiveopt.model_inputs import (  # noqa: F401 (fuzz/ imports fetch_small_side_values here)
+    BEHIND_STATE,
+    FIRST_PASS_BEHIND,
+    InputGatherer,
+    fetch_small_side_values,
+)
 from dbt.adapters.hiveopt.optimizer import (
     RULE_NAMES,
     OptimizerConfig,
@@ -82,6 +87,8 @@ SEED_ROWS_HELD = "counted from the rows dbt loaded when a model first reads them
 SAVE_BEHIND_AFTER_SECONDS = 1.0
 # How long a save behind the build waits to learn whether a first statistics pass is to come.
 FIRST_PASS_WAIT_SECONDS = 10.0
+# How long the end of an invocation waits for a first statistics pass behind the builds.
+FIRST_PASS_BEHIND_WAIT_SECONDS = 600.0
 
 _FETCHING = ("select", "describe", "show", "with", "values", "(")
 
@@ -97,6 +104,7 @@ class HiveoptAdapter(SparkAdapter):
         self._records: BuildRecords | None = None
         self._store_reader: threading.Thread | None = None
         self._saver: threading.Thread | None = None
+        self._first_passer: threading.Thread | None = None  # stats.first_pass: behind
         self._rows_reader: threading.Thread | None = None
         self._save_now = threading.Event()  # set at the end of the invocation: the saver waits no more
         # Set when dbt starts the first node that reaches the adapter (the run's hooks are done):
@@ -175,7 +183,8 @@ class HiveoptAdapter(SparkAdapter):
                     keep_within_size=float(settings.get("keep_within_size", DEFAULT_KEEP_WITHIN_SIZE)),
                     defer_saves=True,  # saved at the end of the invocation (cleanup_connections)
                 )
-                self._inputs = InputGatherer(service, self._run_bounded, debug=logger.debug)
+                behind = self._start_first_pass if settings.get("first_pass") == "behind" else None
+                self._inputs = InputGatherer(service, self._run_bounded, debug=logger.debug, run_behind=behind)
             return self._inputs
 
     def _report(self) -> Report:
@@ -345,7 +354,7 @@ class HiveoptAdapter(SparkAdapter):
         # What hiveopt added before Spark runs the build: catalog and statistics I/O, the optimizer.
         record["overhead_ms"] = round(1000 * (time.perf_counter() - entered), 1)
         self._report().write(label, ran, record)
-        self._summary_of(label, result, choice)
+        self._summary_of(label, result, choice, record)
         if result.changed and ran == result.sql:
             logger.info(f"{label}: {', '.join(result.fired_rules)} ({result.elapsed_ms:.0f} ms)")
             logger.debug(f"{label}: decisions {record['rules']}")
@@ -357,10 +366,14 @@ class HiveoptAdapter(SparkAdapter):
             self.records.build_starts(unique_id)  # the statistics cost is compared with the build alone
         return ran
 
-    def _summary_of(self, label: str, result, choice: Choice | None) -> None:
+    def _summary_of(self, label: str, result, choice: Choice | None, record: dict) -> None:
         if choice is not None and choice.variant == "original":
             why = "feedback: measuring the original" if choice.explore else ORIGINAL_FASTER
             self._summary.add(label, "unchanged", why)
+        elif not (result.changed or result.fallback_reason or result.switched_off) and any(
+            isinstance(g, dict) and g.get("state") == BEHIND_STATE for g in record["statistics_gathering"].values()
+        ):
+            self._summary.add(label, "unchanged", "statistics being gathered behind the builds")
         else:
             self._summary.add_result(label, result)
 
@@ -437,6 +450,7 @@ class HiveoptAdapter(SparkAdapter):
         for thread in (self._store_reader, self._saver, self._rows_reader):
             if thread is not None:
                 thread.join(timeout=120)
+        self._record_pass_behind()
         if self._records is not None:
             self._read_rows()
         line = self._summary.line()
@@ -651,6 +665,34 @@ class HiveoptAdapter(SparkAdapter):
                 return
             if self._save_now.wait(0.1):
                 return
+
+    def _start_first_pass(self, work) -> None:
+        """`stats.first_pass: behind`: the invocation's first statistics pass on a thread (and a
+        connection) of its own, while the models go on (InputGatherer._first_pass_behind)."""
+        with self._hiveopt_lock:
+            self._first_passer = threading.Thread(
+                target=self._on_own_connection,
+                args=(work, "the first statistics pass not run behind the builds", "hiveopt-first-pass"),
+                name="hiveopt-first-pass",
+                daemon=True,
+            )
+        self._first_passer.start()
+
+    def _record_pass_behind(self) -> None:
+        """The first pass behind the builds has run: its seconds into the record of the model
+        that started it (`hiveopt summary` counts them with statistics)."""
+        inputs = self._inputs
+        if inputs is None:
+            return
+        inputs.wait_behind(FIRST_PASS_BEHIND_WAIT_SECONDS)
+        if inputs.behind_done is None:
+            return
+        label, entry = inputs.behind_done
+        record = self._report().read(label)
+        if record is not None:
+            gathering = dict(record.get("statistics_gathering") or {})
+            gathering[FIRST_PASS_BEHIND] = entry
+            self._report().update(label, {"statistics_gathering": gathering})
 
     def _read_store_ahead(self) -> None:
         """Read the statistics store on a thread of its own, once per invocation (unless the

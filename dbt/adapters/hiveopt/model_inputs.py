@@ -56,6 +56,14 @@ FIRST_PASS_STATE = "gathered by the invocation's first statistics pass"
 FIRST_PASS_WAIT = "(waited for the invocation's first statistics pass)"
 # A wait shorter than this is not worth a line in the record.
 WAIT_WORTH_SAYING_SECONDS = 0.01
+# With `stats.first_pass: behind`: the record's entry, in the model that started the pass, for
+# that pass (its seconds are written at the end of the invocation, when it has run: they were not
+# that model's, which did not wait), and the state of a table it gathers, in the models that
+# started meanwhile and read it without statistics.
+FIRST_PASS_BEHIND = "(the invocation's first statistics pass, behind the builds)"
+BEHIND_STATE = (
+    "no statistics yet: the invocation's first pass gathers them behind the builds (stats.first_pass: behind)"
+)
 
 
 def fetch_small_side_values(fetch: ValueFetch, max_values: int, run) -> FetchedValues:
@@ -103,10 +111,14 @@ class InputGatherer:
         statistics: StatisticsService,
         run_bounded: RunBounded | None = None,
         debug: Callable[[str], None] = lambda message: None,
+        run_behind: Callable[[Callable[[], None]], Any] | None = None,
     ):
         self.statistics = statistics
         self.run_bounded = run_bounded
         self.debug = debug
+        # stats.first_pass: behind. Starts work on a thread (and connection) of its own; None:
+        # the models wait for the first pass (`wait`, the default).
+        self.run_behind = run_behind
         self._project_lock = threading.Lock()
         self._project_read = False
         self._selection_read = False
@@ -119,6 +131,9 @@ class InputGatherer:
         self._first_done = False
         self._first_gathered: list[str] = []  # what the first pass gathered
         self._first_over = threading.Event()  # the first pass has run, or there is none to run
+        self._behind: frozenset[str] = frozenset()  # what a pass behind the builds gathers
+        # (label of the model that started it, its record's entry) once that pass has run
+        self.behind_done: tuple[str, dict[str, Any]] | None = None
 
     def read_project(self, graph: dict[str, Any] | None, selected: list[str] | None = None) -> None:
         """dbt's graph, once per invocation: the column names the project's models use of each
@@ -163,6 +178,67 @@ class InputGatherer:
         self.statistics.load()
         if nodes_started():
             self.statistics.describe_all(tables)
+
+    def _first_pass_behind(self, gathering: dict[str, Any], label: str) -> None:
+        """`stats.first_pass: behind`: the first model that needs statistics starts the pass over
+        the tables that lack them on a thread of its own and goes on at once. Until the pass has
+        run, every model reads those tables without statistics (the rules that need them skip,
+        and say why): a first build runs as written, as dbt-spark would, instead of waiting for
+        the pass (on a new JVM, a first build of the example project that waited took 8-34%
+        longer than dbt-spark's, docs/benchmarks.md). The models that start after it, and the next
+        invocation, have them. The pass's seconds go into the starting model's record at the end
+        of the invocation (`behind_done`)."""
+        run_behind = self.run_behind
+        with self._first_lock:
+            if self._first_done or run_behind is None:
+                return
+            self._first_done = True
+            lacking = [name for name in self._first_tables if self._lacks_statistics(name)]
+            if not lacking:
+                self._first_over.set()
+                return
+            self._behind = frozenset(lacking)
+        entry: dict[str, Any] = {
+            "state": f"started behind this build over the {len(lacking)} tables the selected models read that "
+            f"lacked statistics: {', '.join(sorted(lacking))}",
+            "seconds": 0.0,
+            "behind": True,  # not this model's time: it did not wait
+            "tables": sorted(lacking),
+        }
+
+        def work() -> None:
+            try:
+                gathered, seconds = self.statistics.gather_many(lacking)
+                self._first_gathered = sorted(gathered)
+                self.behind_done = (label, {**entry, "seconds": round(seconds, 3), "tables": sorted(gathered)})
+            except Exception as error:  # the next models gather what they read, one table at a time
+                self.debug(f"hiveopt: the invocation's first statistics pass failed ({first_line(error)})")
+            finally:
+                self._first_over.set()
+
+        try:
+            run_behind(work)
+        except Exception as error:  # the models gather what they read themselves, as without it
+            self.debug(f"hiveopt: the first statistics pass not started behind the builds ({first_line(error)})")
+            self._behind = frozenset()
+            self._first_over.set()
+            return
+        gathering[FIRST_PASS_BEHIND] = entry
+
+    def _lacks_statistics(self, name: str) -> bool:
+        try:
+            return self.statistics.current(name)[0] is None
+        except Exception:  # not described: the pass leaves it out too
+            return False
+
+    def _gathered_behind(self, name: str) -> bool:
+        """The table is being gathered by a first pass behind the builds, not done yet."""
+        return name.lower() in self._behind and not self._first_over.is_set()
+
+    def wait_behind(self, timeout: float) -> None:
+        """Wait for a first pass behind the builds (the end of the invocation)."""
+        if self._behind:
+            self._first_over.wait(timeout)
 
     def _first_pass(self, gathering: dict[str, Any]) -> None:
         """Once per invocation, before the first model's statistics: one pass (one Spark job) over
@@ -253,7 +329,9 @@ class InputGatherer:
             return inputs  # optimize() prepares it again and reports why; no statistics I/O for it
         if not needs_statistics(inputs.prepared.expression, config):
             return inputs
-        if auto_gather and tables:  # a model that reads tables (a unit test reads its fixtures)
+        if auto_gather and tables and self.run_behind is not None:  # stats.first_pass: behind
+            self._first_pass_behind(inputs.gathering, label)
+        elif auto_gather and tables:  # a model that reads tables (a unit test reads its fixtures)
             self._first_pass(inputs.gathering)
         keys = key_columns(inputs.prepared.expression)
         used = referenced_columns(inputs.prepared.expression)
@@ -292,8 +370,10 @@ class InputGatherer:
         this invocation's catalog: how big a build's inputs were (None: a size unknown)."""
         total = 0.0
         for name, entry in gathering.items():
-            if name in (FIRST_PASS, FIRST_PASS_WAIT) or (isinstance(entry, dict) and "over" in entry):
-                continue  # the invocation's first pass; a view: its tables are entries of their own
+            if name in (FIRST_PASS, FIRST_PASS_WAIT, FIRST_PASS_BEHIND):
+                continue  # the invocation's first pass
+            if isinstance(entry, dict) and "over" in entry:
+                continue  # a view: its tables are entries of their own
             size = self.statistics.describe(name).size_bytes
             if size is None:
                 return None
@@ -397,6 +477,9 @@ class InputGatherer:
     def _table(
         self, name: str, wanted: _Wanted, auto_gather: tuple[bool, str], gathering: dict[str, Any]
     ) -> TableStats | None:
+        if self._gathered_behind(name):  # its lock is the pass's until it has run: no wait
+            gathering[name] = {"state": BEHIND_STATE, "seconds": 0.0}
+            return None
         try:
             stats, state, seconds = self.statistics.ensure(
                 name, wanted.keys, auto_gather=auto_gather[0], why_not=auto_gather[1], columns=wanted.used

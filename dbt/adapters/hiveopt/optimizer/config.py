@@ -119,7 +119,12 @@ STATS_SETTINGS = (
     "histogram_buckets",
     "sample_above_rows",
     "keep_within_size",
+    "first_pass",
 )
+# stats.first_pass: the models that need the invocation's first statistics pass wait for it
+# (`wait`), or run as written while it runs beside them (`behind`: their statistics are there for
+# the models after it, and for the next invocation).
+FIRST_PASS_MODES = ("wait", "behind")
 
 
 def _boolean(value: Any) -> bool:
@@ -320,6 +325,10 @@ def _stats_settings(value: Any) -> dict[str, Any]:
                 setting = _number(int, 0, 10**15)(setting)
             if key == "keep_within_size":
                 setting = _number(float, 1.0, 100.0)(setting)
+            if key == "first_pass" and str(setting).strip().lower() not in FIRST_PASS_MODES:
+                raise ValueError(f"{setting!r} is not one of {', '.join(FIRST_PASS_MODES)}")
+            if key == "first_pass":
+                setting = str(setting).strip().lower()
         except ValueError as error:
             raise ValueError(f"{key}: {error}") from None
         out[key] = setting
