@@ -88,6 +88,18 @@ def threads_project(root, source_db, stats_schema, connection, optimizer=""):
     _write(root, files)
 
 
+def session_project(spark, root, optimizer=""):
+    """The threads project on the session, its databases dropped first."""
+    for db in ("stt_src", "stt_stats", "stt"):
+        spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")
+    connection = """
+        type: hiveopt
+        method: session
+        schema: stt
+        """
+    threads_project(root, "stt_src", "stt_stats", connection, optimizer=optimizer)
+
+
 def run(root, *args, events=None):
     return run_dbt([*args, "--project-dir", str(root), "--profiles-dir", str(root)], events)
 
@@ -160,20 +172,8 @@ def test_a_first_pass_behind_the_builds_keeps_them_from_waiting(spark, tmp_path)
     statistics and run as written (the record says why); the pass's seconds go into the starting
     model's record; its statistics are saved, and the next run rewrites every model from them,
     with the same rows."""
-    for db in ("stt_src", "stt_stats", "stt"):
-        spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")
-    threads_project(
-        tmp_path,
-        "stt_src",
-        "stt_stats",
-        """
-        type: hiveopt
-        method: session
-        schema: stt
-        """,
-        # Spark broadcasts nothing by itself: with statistics every model gets a hint.
-        optimizer="spark_broadcast_threshold_bytes: -1\nfeedback: off\nstats:\n  first_pass: behind",
-    )
+    # Spark broadcasts nothing by itself: with statistics every model gets a hint.
+    session_project(spark, tmp_path, "spark_broadcast_threshold_bytes: -1\nfeedback: off\nstats:\n  first_pass: behind")
     sources = sorted(f"stt_src.{s}" for s in SOURCES)
     events = Events()
     result = run(tmp_path, "run", events=events)
@@ -223,20 +223,8 @@ def test_feedback_measures_each_rewrite_once_and_keeps_the_faster_on_threads(spa
     saves); an outcome where the original was faster keeps the original and the record says why."""
     from dbt.adapters.hiveopt.feedback import MARGIN, ORIGINAL_FASTER, NoGain, Outcome
 
-    for db in ("stt_src", "stt_stats", "stt"):
-        spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")
     # Spark broadcasts nothing by itself here: every join gets its hint, so every model is rewritten.
-    threads_project(
-        tmp_path,
-        "stt_src",
-        "stt_stats",
-        """
-        type: hiveopt
-        method: session
-        schema: stt
-        """,
-        optimizer="spark_broadcast_threshold_bytes: -1",
-    )
+    session_project(spark, tmp_path, "spark_broadcast_threshold_bytes: -1")
     ran = []
     for _ in range(4):
         assert run(tmp_path, "run").success
