@@ -104,7 +104,6 @@ class HiveoptAdapter(SparkAdapter):
         self._records: BuildRecords | None = None
         self._store_reader: threading.Thread | None = None
         self._saver: threading.Thread | None = None
-        self._first_passer: threading.Thread | None = None  # stats.first_pass: behind
         self._rows_reader: threading.Thread | None = None
         self._save_now = threading.Event()  # set at the end of the invocation: the saver waits no more
         # Set when dbt starts the first node that reaches the adapter (the run's hooks are done):
@@ -669,14 +668,13 @@ class HiveoptAdapter(SparkAdapter):
     def _start_first_pass(self, work) -> None:
         """`stats.first_pass: behind`: the invocation's first statistics pass on a thread (and a
         connection) of its own, while the models go on (InputGatherer._first_pass_behind)."""
-        with self._hiveopt_lock:
-            self._first_passer = threading.Thread(
-                target=self._on_own_connection,
-                args=(work, "the first statistics pass not run behind the builds", "hiveopt-first-pass"),
-                name="hiveopt-first-pass",
-                daemon=True,
-            )
-        self._first_passer.start()
+        # Not joined: the end of the invocation waits for the pass itself (_record_pass_behind).
+        threading.Thread(
+            target=self._on_own_connection,
+            args=(work, "the first statistics pass not run behind the builds", "hiveopt-first-pass"),
+            name="hiveopt-first-pass",
+            daemon=True,
+        ).start()
 
     def _record_pass_behind(self) -> None:
         """The first pass behind the builds has run: its seconds into the record of the model

@@ -209,7 +209,6 @@ class InputGatherer:
         def work() -> None:
             try:
                 gathered, seconds = self.statistics.gather_many(lacking)
-                self._first_gathered = sorted(gathered)
                 self.behind_done = (label, {**entry, "seconds": round(seconds, 3), "tables": sorted(gathered)})
             except Exception as error:  # the next models gather what they read, one table at a time
                 self.debug(f"hiveopt: the invocation's first statistics pass failed ({first_line(error)})")

@@ -325,9 +325,9 @@ def _stats_settings(value: Any) -> dict[str, Any]:
                 setting = _number(int, 0, 10**15)(setting)
             if key == "keep_within_size":
                 setting = _number(float, 1.0, 100.0)(setting)
-            if key == "first_pass" and str(setting).strip().lower() not in FIRST_PASS_MODES:
-                raise ValueError(f"{setting!r} is not one of {', '.join(FIRST_PASS_MODES)}")
             if key == "first_pass":
+                if str(setting).strip().lower() not in FIRST_PASS_MODES:
+                    raise ValueError(f"{setting!r} is not one of {', '.join(FIRST_PASS_MODES)}")
                 setting = str(setting).strip().lower()
         except ValueError as error:
             raise ValueError(f"{key}: {error}") from None
