@@ -43,14 +43,24 @@ def test_dbt_init_writes_a_session_profile_and_the_project_runs_with_a_clean_git
     }
 
     # The starter project builds on the embedded session, and its warehouse and metastore stay out
-    # of git: the session's folder ignores itself.
+    # of git: the session's folder ignores itself. A JVM flag of the profile's own reaches the
+    # session (the probe model fails without it) beside the session's (derby.log stays in its folder).
+    profiles = yaml.safe_load((tmp_path / "profiles.yml").read_text())
+    profiles["demo_project"]["outputs"]["dev"]["server_side_parameters"] = {
+        "spark.driver.extraJavaOptions": "-Dhiveopt.probe=on"
+    }
+    (tmp_path / "profiles.yml").write_text(yaml.safe_dump(profiles))
     project = tmp_path / "demo_project"
+    (project / "models" / "jvm_flag_probe.sql").write_text(
+        "select assert_true(java_method('java.lang.System', 'getProperty', 'hiveopt.probe') = 'on') as ok\n"
+    )
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     run = subprocess.run([dbt, "run"], cwd=project, env=env, text=True, capture_output=True, timeout=300)
-    assert run.returncode == 0 and "PASS=2" in run.stdout, run.stdout + run.stderr
+    assert run.returncode == 0 and "PASS=3" in run.stdout, run.stdout + run.stderr
     assert (project / ".hiveopt-spark" / "metastore_db").is_dir()
+    assert (project / ".hiveopt-spark" / "derby.log").is_file()
     status = subprocess.run(["git", "status", "--porcelain"], cwd=project, text=True, capture_output=True, check=True)
-    assert ".hiveopt-spark" not in status.stdout, status.stdout
+    assert ".hiveopt-spark" not in status.stdout and "derby.log" not in status.stdout, status.stdout
     assert "models/" in status.stdout  # the project's own files are untracked, as after any dbt init
 
 

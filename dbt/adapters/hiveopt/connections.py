@@ -157,6 +157,29 @@ def session_configs(spark_dir: str) -> dict[str, str]:
     }
 
 
+# Settings whose value is a list of JVM flags: a profile's flags (server_side_parameters) go after
+# the session's own instead of replacing them, which would put the metastore's derby.log in the
+# working folder and drop the log settings.
+JVM_OPTION_SETTINGS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
+
+
+def with_given_settings(own: dict[str, str], given: dict[str, Any]) -> dict[str, Any]:
+    """The embedded session's settings with a profile's server_side_parameters: the profile's win,
+    but JVM flags are added to the session's (a later flag wins in the JVM, so the profile's still do).
+
+    >>> flags, progress = "spark.driver.extraJavaOptions", "spark.ui.showConsoleProgress"
+    >>> own = {flags: "-Dderby.system.home=x", progress: "false"}
+    >>> with_given_settings(own, {flags: "-XX:TieredStopAtLevel=1"})[flags]
+    '-Dderby.system.home=x -XX:TieredStopAtLevel=1'
+    >>> with_given_settings(own, {progress: True})[progress]
+    True
+    """
+    merged: dict[str, Any] = dict(own)
+    for key, value in given.items():
+        merged[key] = f"{own[key]} {value}" if key in JVM_OPTION_SETTINGS and own.get(key) else value
+    return merged
+
+
 # The embedded session's log settings: Spark's defaults (warnings and errors on stderr, as pyspark
 # sets them) without the lines that say nothing to a dbt user and repeat on every run or connection
 # (a 101-model run printed 898: 471 "Using an existing Spark session", 268 "HiveConf of name
@@ -222,7 +245,9 @@ def ensure_local_session(credentials: HiveoptCredentials) -> None:
             return
         make_spark_dir(credentials.spark_dir)
         builder = SparkSession.builder.enableHiveSupport()
-        for key, value in {**session_configs(credentials.spark_dir), **credentials.server_side_parameters}.items():
+        for key, value in with_given_settings(
+            session_configs(credentials.spark_dir), credentials.server_side_parameters
+        ).items():
             builder = builder.config(key, value)
         builder.getOrCreate()
 
