@@ -613,25 +613,12 @@ class HiveoptAdapter(SparkAdapter):
         the next, or for the end of the invocation."""
         if self._inputs is None or not self._inputs.statistics.pending:
             return
-        with self._hiveopt_lock:
-            if self._saver is not None and self._saver.is_alive():
-                return
-            self._saver = threading.Thread(
-                target=self._on_own_connection,
-                args=(self._save_soon, "statistics not saved behind the build", "hiveopt-save"),
-                name="hiveopt-save",
-                daemon=True,
-            )
-        self._saver.start()
+        self._start_thread("hiveopt-save", self._save_soon, "statistics not saved behind the build", slot="_saver")
 
     def _read_rows_behind(self) -> None:
         """Read the actual rows of the builds run so far on a thread of its own (one at a time;
         builds that end meanwhile wait for the next read, or for the end of the invocation)."""
-        with self._hiveopt_lock:
-            if self._rows_reader is not None and self._rows_reader.is_alive():
-                return
-            self._rows_reader = threading.Thread(target=self._read_rows, name="hiveopt-rows", daemon=True)
-        self._rows_reader.start()
+        self._start_thread("hiveopt-rows", self._read_rows, slot="_rows_reader")
 
     def _read_rows(self) -> None:
         try:
@@ -668,13 +655,8 @@ class HiveoptAdapter(SparkAdapter):
     def _start_first_pass(self, work) -> None:
         """`stats.first_pass: behind`: the invocation's first statistics pass on a thread (and a
         connection) of its own, while the models go on (InputGatherer._first_pass_behind)."""
-        # Not joined: the end of the invocation waits for the pass itself (_record_pass_behind).
-        threading.Thread(
-            target=self._on_own_connection,
-            args=(work, "the first statistics pass not run behind the builds", "hiveopt-first-pass"),
-            name="hiveopt-first-pass",
-            daemon=True,
-        ).start()
+        # Not kept: the end of the invocation waits for the pass itself (_record_pass_behind).
+        self._start_thread("hiveopt-first-pass", work, "the first statistics pass not run behind the builds")
 
     def _record_pass_behind(self) -> None:
         """The first pass behind the builds has run: its seconds into the record of the model
@@ -698,15 +680,27 @@ class HiveoptAdapter(SparkAdapter):
         self._read_ahead(self.statistics.load, "statistics store not read ahead")
 
     def _read_ahead(self, work, failed: str) -> None:
-        with self._hiveopt_lock:
-            if self._store_reader is not None:
-                return
-            self._store_reader = threading.Thread(
-                target=self._on_own_connection, args=(work, failed), name="hiveopt-ahead", daemon=True
-            )
-        self._store_reader.start()
+        self._start_thread("hiveopt-ahead", work, failed, slot="_store_reader", once=True)
 
-    def _on_own_connection(self, work, failed: str, name: str = "hiveopt-ahead") -> None:
+    def _start_thread(
+        self, name: str, work, failed: str | None = None, slot: str | None = None, once: bool = False
+    ) -> None:
+        """Run `work` on a daemon thread named `name`, beside the builds. `failed` (what did not
+        happen if it raised): on a dbt connection of its own of that name, its error logged, not
+        raised (whoever needs the work's result does it again, and warns). `slot`: the attribute
+        that keeps the thread (cleanup_connections joins it); none starts while the one there is
+        alive, or, with `once`, ever again in the invocation."""
+        target = work if failed is None else (lambda: self._on_own_connection(work, failed, name))
+        with self._hiveopt_lock:
+            current = getattr(self, slot) if slot is not None else None
+            if current is not None and (once or current.is_alive()):
+                return
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            if slot is not None:
+                setattr(self, slot, thread)
+        thread.start()
+
+    def _on_own_connection(self, work, failed: str, name: str) -> None:
         try:
             with self.connection_named(name):
                 work()
