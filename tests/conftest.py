@@ -78,19 +78,40 @@ def _modules_on_cluster(root) -> set[str]:
     return found
 
 
+# A module of few tests behind a long setup (the fuzz slices run hundreds of queries in a
+# module-scoped fixture) says `SEND_FIRST = True`. xdist orders the units by their number of
+# tests, which would send such a module last, to run alone on one worker while the other has
+# nothing left to do.
+SEND_FIRST = re.compile(r"^SEND_FIRST = True\b", re.MULTILINE)
+
+
+def _modules_sent_first(root) -> list[str]:
+    """The test files (as node ids name them) that say SEND_FIRST, in path order."""
+    paths = sorted(pathlib.Path(root, "tests").rglob("test_*.py"))
+    return [p.relative_to(root).as_posix() for p in paths if SEND_FIRST.search(p.read_text())]
+
+
 def pytest_xdist_make_scheduler(config, log):
     """`make test` runs two workers (pytest -n 2: a quarter off the suite's wall time, as most of it
     waits on JVMs, servers and dbt's own work, not on both cores). Tests are sent a module at a time, so
     its module- and class-scoped fixtures (the fuzz slice, dbt's test projects) run once, and the
-    modules on the test cluster as one unit."""
+    modules on the test cluster as one unit. The longest units go out first: the test cluster's,
+    then the modules that say SEND_FIRST, then the rest as xdist orders them (most tests first)."""
     from xdist.scheduler import LoadScopeScheduling
 
     on_cluster = _modules_on_cluster(config.rootpath)
+    first = ["the test cluster", *_modules_sent_first(config.rootpath)]
 
     class ModuleScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
             return "the test cluster" if module in on_cluster else module
+
+        def _assign_work_unit(self, node) -> None:
+            for scope in reversed(first):
+                if scope in self.workqueue:
+                    self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
 
     return ModuleScheduling(config, log)
 

@@ -18,6 +18,8 @@ import yaml
 from dbt.adapters.hiveopt.processes import Daemon, running
 
 pytestmark = pytest.mark.integration
+# 3 tests that start clusters and servers of their own (1.5 minutes): early, not last (conftest).
+SEND_FIRST = True
 
 HIVEOPT = os.path.join(os.path.dirname(sys.executable), "hiveopt")
 SMALL = ["--workers", "1", "--worker-memory", "1g", "--driver-memory", "1g"]

@@ -9,6 +9,8 @@ import textwrap
 import pytest
 
 pytestmark = pytest.mark.integration
+# One test of dbt runs in processes of their own (40 s): early, not last (conftest).
+SEND_FIRST = True
 
 NOISE = (
     "Using an existing Spark session",
