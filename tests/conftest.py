@@ -80,8 +80,8 @@ def _modules_on_cluster(root) -> set[str]:
 
 # A module of few tests behind a long setup (the fuzz slices run hundreds of queries in a
 # module-scoped fixture) says `SEND_FIRST = True`. xdist orders the units by their number of
-# tests, which would send such a module last, to run alone on one worker while the other has
-# nothing left to do.
+# tests, which sends such a module last, where one worker can be left running it alone while the
+# other has nothing left to do.
 SEND_FIRST = re.compile(r"^SEND_FIRST = True\b", re.MULTILINE)
 
 
