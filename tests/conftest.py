@@ -69,13 +69,15 @@ def spark_cluster(tmp_path_factory):
 CLUSTER_FIXTURES = re.compile(r"(?<![.\w])(?:spark_cluster|thrift_server|connect_server)\b")  # not the module
 
 
-def _modules_on_cluster(root) -> set[str]:
-    """The test files (as node ids name them) whose text names a cluster fixture."""
-    found = set()
-    for path in pathlib.Path(root, "tests").rglob("test_*.py"):
-        if CLUSTER_FIXTURES.search(path.read_text()):
-            found.add(path.relative_to(root).as_posix())
-    return found
+def _test_files(root) -> list[tuple[str, str]]:
+    """The test files as node ids name them, with their text, in path order."""
+    paths = sorted(pathlib.Path(root, "tests").rglob("test_*.py"))
+    return [(path.relative_to(root).as_posix(), path.read_text()) for path in paths]
+
+
+def _modules_on_cluster(files) -> set[str]:
+    """The test files (`_test_files`) whose text names a cluster fixture."""
+    return {name for name, text in files if CLUSTER_FIXTURES.search(text)}
 
 
 # A module of few tests behind a long setup (the fuzz slices run hundreds of queries in a
@@ -85,10 +87,9 @@ def _modules_on_cluster(root) -> set[str]:
 SEND_FIRST = re.compile(r"^SEND_FIRST = True\b", re.MULTILINE)
 
 
-def _modules_sent_first(root) -> list[str]:
-    """The test files (as node ids name them) that say SEND_FIRST, in path order."""
-    paths = sorted(pathlib.Path(root, "tests").rglob("test_*.py"))
-    return [p.relative_to(root).as_posix() for p in paths if SEND_FIRST.search(p.read_text())]
+def _modules_sent_first(files) -> list[str]:
+    """The test files (`_test_files`) that say SEND_FIRST, in path order."""
+    return [name for name, text in files if SEND_FIRST.search(text)]
 
 
 def pytest_xdist_make_scheduler(config, log):
@@ -99,8 +100,9 @@ def pytest_xdist_make_scheduler(config, log):
     then the modules that say SEND_FIRST, then the rest as xdist orders them (most tests first)."""
     from xdist.scheduler import LoadScopeScheduling
 
-    on_cluster = _modules_on_cluster(config.rootpath)
-    first = ["the test cluster", *_modules_sent_first(config.rootpath)]
+    files = _test_files(config.rootpath)
+    on_cluster = _modules_on_cluster(files)
+    first = ["the test cluster", *_modules_sent_first(files)]
 
     class ModuleScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
@@ -121,7 +123,7 @@ def pytest_collection_modifyitems(config, items):
     (it reaches the cluster through a fixture of another name) is an error, not a second cluster."""
     if not hasattr(config, "workerinput"):
         return
-    on_cluster = _modules_on_cluster(config.rootpath)
+    on_cluster = _modules_on_cluster(_test_files(config.rootpath))
     missed = sorted(
         {item.nodeid.split("::", 1)[0] for item in items if "spark_cluster" in item.fixturenames} - on_cluster
     )

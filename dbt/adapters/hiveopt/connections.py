@@ -157,10 +157,10 @@ def session_configs(spark_dir: str) -> dict[str, str]:
     }
 
 
-# Settings whose value is a list of JVM flags: a profile's flags (server_side_parameters) go after
-# the session's own instead of replacing them, which would put the metastore's derby.log in the
-# working folder and drop the log settings.
-JVM_OPTION_SETTINGS = ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions")
+# The session's own setting whose value is a list of JVM flags (session_configs): a profile's flags
+# (server_side_parameters) go after the session's instead of replacing them, which would put the
+# metastore's derby.log in the working folder and drop the log settings.
+JVM_OPTION_SETTINGS = ("spark.driver.extraJavaOptions",)
 
 
 def with_given_settings(own: dict[str, str], given: dict[str, Any]) -> dict[str, Any]:
