@@ -237,17 +237,20 @@ def confirm_slower(
     threads_arg = ["--threads", str(threads)]
     times, same = harness.measure_rounds(spark, flagged, flagged, variants, common, rounds, threads_arg, after)
     header = (
-        f"{'model':8} {'rounds ratio':>12} {'confirmed':>9} {'spark s':>8} {'hiveopt s':>9}  equal  SQL hiveopt ran"
+        f"{'model':8} {'rounds ratio':>12} {'confirmed':>9} {'95% range':>11} {'spark s':>8} {'hiveopt s':>9}  equal  "
+        "SQL hiveopt ran"
     )
     print(header)
     print("-" * len(header))
     still = []
     for m in flagged:
-        ratio = median(harness.paired_ratios(times, phase.base, phase.ours, m))
+        ratios = harness.paired_ratios(times, phase.base, phase.ours, m)
+        ratio = median(ratios)
+        low, high = harness.median_interval(ratios)
         spark_s, ours_s = median(times[phase.base][m]), median(times[phase.ours][m])
         sql = "/".join(sorted(set(ran[m]))) or "?"
         equal = all(same[v][m] for v in variants)
-        measures = f"{phase.ratio[m]:11.2f}x {ratio:8.2f}x {spark_s:8.2f} {ours_s:9.2f}"
+        measures = f"{phase.ratio[m]:11.2f}x {ratio:8.2f}x {low:5.2f}-{high:4.2f}x {spark_s:8.2f} {ours_s:9.2f}"
         print(f"{m:8} {measures}  {'yes' if equal else 'NO':5}  {sql}")
         if ratio < 1 / factor:
             same_sql = set(ran[m]) <= {"unchanged", "original"}
@@ -255,7 +258,10 @@ def confirm_slower(
                 f"{m}: hiveopt {1 / ratio:.2f}x dbt-spark's seconds ({ours_s:.2f} s vs {spark_s:.2f} s, "
                 f"confirmed in {n_rounds(rounds)}){' - the same SQL as dbt-spark' if same_sql else ''}"
             )
-    print(f"ratio = dbt-spark / hiveopt, paired per round; 'rounds': the phase's, 'confirmed': these {rounds}")
+    print(
+        f"ratio = dbt-spark / hiveopt, paired per round; 'rounds': the phase's, 'confirmed': these {rounds}; "
+        "'95% range': where the confirmed median lands 95% of the time with its rounds drawn again (bootstrap)"
+    )
     return still
 
 
