@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -231,8 +232,6 @@ def median_interval(ratios: list[float], level: float = 0.95, draws: int = 4000)
     >>> low, high = median_interval([0.8, 0.9, 1.0, 1.1, 1.2]); low < 1.0 < high
     True
     """
-    import random
-
     draw = random.Random(1)
     medians = sorted(statistics.median(draw.choices(ratios, k=len(ratios))) for _ in range(draws))
     cut = int(draws * (1 - level) / 2)
