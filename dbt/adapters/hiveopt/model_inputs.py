@@ -539,7 +539,8 @@ class InputGatherer:
                 base_infos[base] = self.statistics.describe(base)
                 db, table = base.split(".", 1)
                 schema.setdefault(db, {})[table] = dict(base_infos[base].columns)
-            keys, used = base_columns(info.view_text, schema, wanted.keys, wanted.used, default_db)
+            prepared = prepare_query(info.view_text, schema, default_db)  # once, for both below
+            keys, used = base_columns(info.view_text, schema, wanted.keys, wanted.used, default_db, prepared)
             below = StatsCatalog()
             for base in bases:
                 base_wanted = _Wanted(keys.get(base, set()), used.get(base, set()))
@@ -549,7 +550,7 @@ class InputGatherer:
                     stats = self._table(base, base_wanted, auto_gather, gathering)
                 if stats is not None:
                     below.put(base, stats)
-            derived = view_statistics(info.view_text, schema, below, default_db)
+            derived = view_statistics(info.view_text, schema, below, default_db, prepared)
         except Exception as error:
             gathering[name] = {"state": f"view: not estimated ({first_line(error)})", "seconds": 0.0}
             return None
