@@ -105,9 +105,6 @@ class HiveoptAdapter(SparkAdapter):
         self._store_reader: threading.Thread | None = None
         self._saver: threading.Thread | None = None
         self._rows_reader: threading.Thread | None = None
-        self._view_describers: list[threading.Thread] = []
-        self._views_built: list[str] = []  # views built, their catalog entries not read yet
-        self._describing_views = False  # a thread reads them (until none is left)
         self._save_now = threading.Event()  # set at the end of the invocation: the saver waits no more
         # Set when dbt starts the first node that reaches the adapter (the run's hooks are done):
         # the read-ahead describes the sources after it.
@@ -449,7 +446,7 @@ class HiveoptAdapter(SparkAdapter):
         """dbt calls this once at the end of an invocation: the optimizer's one closing line."""
         self._save_now.set()
         self._first_node.set()  # a read-ahead still waiting for a first node reads nothing more
-        for thread in (self._store_reader, self._saver, self._rows_reader, *self._view_describers):
+        for thread in (self._store_reader, self._saver, self._rows_reader):
             if thread is not None:
                 thread.join(timeout=120)
         self._record_pass_behind()
@@ -533,8 +530,7 @@ class HiveoptAdapter(SparkAdapter):
         for statistics no build uses. Whatever reads it later gathers them on first read, as for
         a source (`stats.gather_unread_models: true` gathers after every build). A seed passes
         the rows dbt loaded (`loaded`, an agate table): its statistics are counted from them.
-        A view gathers nothing (`_view_built`). What was gathered is then saved behind the build
-        (`_save_behind`)."""
+        What was gathered is then saved behind the build (`_save_behind`)."""
         self._sizes_back((model or {}).get("unique_id", ""))
         self._after_build(relations, model, model_config, self._project_graph(graph), loaded)
         self._save_behind()
@@ -560,9 +556,6 @@ class HiveoptAdapter(SparkAdapter):
     def _after_build(self, relations, model, model_config, graph, loaded) -> None:
         label = model_label(model, None)
         unique_id = (model or {}).get("unique_id", "")
-        if ((model or {}).get("config") or {}).get("materialized") == "view":
-            self._view_built(relations, label)
-            return
         try:
             if self.records.actual_rows(unique_id):
                 self._read_rows_behind()
@@ -610,46 +603,6 @@ class HiveoptAdapter(SparkAdapter):
                 logger.debug(f"{label}: statistics of {name} in {seconds:.2f}s (build {build_seconds}s)")
         except Exception as error:
             logger.warning(f"{label}: statistics not gathered ({first_line(error)})")
-
-    def _view_built(self, relations, label: str) -> None:
-        """A view holds no data: nothing is gathered after its build. Its catalog entry, which the
-        models that read it next need (the optimizer estimates a view through its definition),
-        is read on a thread of its own behind the build, where a selected model that may use
-        statistics reads it: not on that model's path, and never on the view's own."""
-        try:
-            if _empty_build() or not OptimizerConfig.from_dicts(self._optimizer_block(session=False)).enabled:
-                return
-            names = [f"{r.schema}.{r.identifier}".lower() for r in relations or []]
-            wanted = [name for name in names if self.inputs.read_later(name)]
-        except Exception as error:  # the models that read it describe it themselves
-            logger.debug(f"{label}: not described behind its build ({first_line(error)})")
-            return
-        if not wanted:
-            return
-        with self._hiveopt_lock:
-            self._views_built.extend(wanted)
-            start, self._describing_views = not self._describing_views, True
-        if start:
-            failed = "views not described behind their builds"
-            thread = self._start_thread("hiveopt-views", self._describe_views, failed)
-            with self._hiveopt_lock:
-                self._view_describers += [thread] if thread is not None else []
-
-    def _describe_views(self) -> None:
-        """Read the catalog entries of the views built so far, until none is left: a view built
-        while a read runs waits for the next round (one thread at a time)."""
-        try:
-            while True:
-                with self._hiveopt_lock:
-                    views, self._views_built = self._views_built, []
-                    if not views:
-                        self._describing_views = False
-                        return
-                self.inputs.describe_views(views)
-        except BaseException:  # the models that read the views describe them themselves
-            with self._hiveopt_lock:
-                self._describing_views = False
-            raise
 
     def _save_behind(self) -> None:
         """Store the statistics gathered so far on a thread of its own while the build goes on
@@ -731,22 +684,21 @@ class HiveoptAdapter(SparkAdapter):
 
     def _start_thread(
         self, name: str, work, failed: str | None = None, slot: str | None = None, once: bool = False
-    ) -> threading.Thread | None:
+    ) -> None:
         """Run `work` on a daemon thread named `name`, beside the builds. `failed` (what did not
         happen if it raised): on a dbt connection of its own of that name, its error logged, not
         raised (whoever needs the work's result does it again, and warns). `slot`: the attribute
         that keeps the thread (cleanup_connections joins it); none starts while the one there is
-        alive, or, with `once`, ever again in the invocation. Returns the thread started, if any."""
+        alive, or, with `once`, ever again in the invocation."""
         target = work if failed is None else (lambda: self._on_own_connection(work, failed, name))
         with self._hiveopt_lock:
             current = getattr(self, slot) if slot is not None else None
             if current is not None and (once or current.is_alive()):
-                return None
+                return
             thread = threading.Thread(target=target, name=name, daemon=True)
             if slot is not None:
                 setattr(self, slot, thread)
         thread.start()
-        return thread
 
     def _on_own_connection(self, work, failed: str, name: str) -> None:
         try:

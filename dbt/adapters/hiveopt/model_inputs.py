@@ -40,7 +40,7 @@ from dbt.adapters.hiveopt.optimizer.context import FetchedValues, ValueFetch
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery
 from dbt.adapters.hiveopt.optimizer.view_statistics import base_columns, view_statistics
-from dbt.adapters.hiveopt.project_graph import read_through, seed_files, sources_read, words_downstream
+from dbt.adapters.hiveopt.project_graph import read_unbuilt, seed_files, sources_read, words_downstream
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
 from dbt.adapters.hiveopt.statistics_store import first_line
 
@@ -127,8 +127,6 @@ class InputGatherer:
         # model that needs statistics holds while one pass gathers them.
         self._first_tables: list[str] = []
         self._unbuilt_views: list[str] = []
-        # The views the invocation builds that those models read: described behind their builds.
-        self._built_views: frozenset[str] = frozenset()
         self._first_lock = threading.Lock()
         self._first_done = False
         self._first_gathered: list[str] = []  # what the first pass gathered
@@ -155,9 +153,7 @@ class InputGatherer:
                     self.statistics.project_words = words_downstream(graph)
                     self.statistics.project_keys_from = lambda: key_words_downstream(graph)
                 if chosen:
-                    reads = read_through(graph, selected or [])
-                    self._first_tables, self._unbuilt_views = reads.tables, reads.unbuilt_views
-                    self._built_views = frozenset(reads.built_views)
+                    self._first_tables, self._unbuilt_views = read_unbuilt(graph, selected or [])
             except Exception as error:  # each pass reads what its model names, as without it
                 self.debug(f"hiveopt: the project's column names not read ({first_line(error)})")
 
@@ -294,20 +290,6 @@ class InputGatherer:
     def forget(self, name: str) -> None:
         """The invocation is about to build `name`: what the catalog said of it no longer holds."""
         self.statistics.forget(name)
-
-    def read_later(self, view: str) -> bool:
-        """Whether a view this invocation just built is read by a selected model that may use
-        statistics (through other views too): that model's optimizer reads the view's catalog
-        entry (its definition and columns), which can be read behind the view's build instead."""
-        with self._project_lock:
-            return view.lower() in self._built_views
-
-    def describe_views(self, views: list[str]) -> None:
-        """The catalog entries of views just built, into the invocation's cache (one SHOW TABLE
-        EXTENDED per database for two or more, else a DESCRIBE): the models that read them find
-        them there (the example project's revenue_by_nation read five views' entries, 0.5 s of
-        its 0.9 s before its build at SF 0.1)."""
-        self.statistics.describe_all(views)
 
     def gather(
         self,

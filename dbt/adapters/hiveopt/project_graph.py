@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
@@ -287,37 +287,10 @@ def read_unbuilt(graph: dict[str, Any], selected: Iterable[str]) -> tuple[list[s
     >>> read_unbuilt(graph, ["model.p.mart"])
     (['a.codes', 's.orders'], ['a.stg'])
     """
-    reads = read_through(graph, selected)
-    return reads.tables, reads.unbuilt_views
-
-
-class Reads(NamedTuple):
-    """What the selected table and incremental models that may use statistics read (read_through)."""
-
-    tables: list[str]  # that the invocation does not build: sources, seeds, models that hold data
-    unbuilt_views: list[str]  # views in between that the invocation does not build
-    built_views: list[str]  # views in between that it builds (before the models that read them)
-
-
-def read_through(graph: dict[str, Any], selected: Iterable[str]) -> Reads:
-    """read_unbuilt's tables and views, and the views in between that the invocation builds: their
-    catalog entries (which the optimizer reads their definitions from) change with their build.
-
-    >>> graph = {"sources": {"source.p.s.o": {"resource_type": "source", "schema": "s", "identifier": "o"}},
-    ...          "nodes": {
-    ...   "model.p.stg": {"resource_type": "model", "schema": "a", "name": "stg", "config": {"materialized": "view"},
-    ...                   "raw_code": "select * from x", "depends_on": {"nodes": ["source.p.s.o"]}},
-    ...   "model.p.mart": {"resource_type": "model", "schema": "a", "name": "mart", "config": {"materialized": "table"},
-    ...                    "raw_code": "select * from a join b on a.k = b.k",
-    ...                    "depends_on": {"nodes": ["model.p.stg"]}}}}
-    >>> read_through(graph, ["model.p.mart", "model.p.stg"])
-    Reads(tables=['s.o'], unbuilt_views=[], built_views=['a.stg'])
-    """
     nodes = {**(graph.get("sources") or {}), **(graph.get("nodes") or {})}
     chosen = set(selected)
     tables: set[str] = set()
     views: set[str] = set()
-    built: set[str] = set()
     seen: set[str] = set()
 
     def below(unique_id: str) -> None:
@@ -329,8 +302,8 @@ def read_through(graph: dict[str, Any], selected: Iterable[str]) -> Reads:
             name = relation_name(node)
             materialized = (node.get("config") or {}).get("materialized")
             if node.get("resource_type") == "model" and materialized in _THROUGH:
-                if materialized == "view" and name:
-                    (views if parent not in chosen else built).add(name)
+                if materialized == "view" and parent not in chosen and name:
+                    views.add(name)
                 below(parent)
             elif parent not in chosen and node.get("resource_type") in ("source", "seed", "model", "snapshot"):
                 if name:
@@ -344,7 +317,7 @@ def read_through(graph: dict[str, Any], selected: Iterable[str]) -> Reads:
             continue
         if may_use_statistics(str(node.get("raw_code") or "")):
             below(unique_id)
-    return Reads(sorted(tables), sorted(views), sorted(built))
+    return sorted(tables), sorted(views)
 
 
 def tables_read(graph: dict[str, Any], unique_id: str) -> list[str]:

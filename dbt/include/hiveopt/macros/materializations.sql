@@ -16,15 +16,6 @@
 {% endmaterialization %}
 
 
-{#-- dbt-spark's view materialization. A view holds no data: nothing is gathered after it; its
-     catalog entry is read behind the build when a model this invocation builds next reads it. --#}
-{% materialization view, adapter='hiveopt' %}
-  {%- set result = materialization_view_spark() -%}
-  {%- do adapter.hiveopt_after_build(result['relations'], model, config.get('hiveopt'), graph) -%}
-  {{ return(result) }}
-{% endmaterialization %}
-
-
 {#-- Seeds get statistics as they load, when a model reads them: exact, counted in Python from
      the rows dbt read from the CSV (small by design), with no Spark job. --#}
 {% materialization seed, adapter='hiveopt' %}
