@@ -48,8 +48,8 @@ from dbt.adapters.hiveopt.statistics_gathering import (
 )
 from dbt.adapters.hiveopt.statistics_store import DEFAULT_STATS_SCHEMA, StatisticsStore, first_line
 from dbt.adapters.hiveopt.table_info import (
-    SEED_FILE,
     TableInfo,
+    counted_from_file,
     counted_from_seed,
     describes,
     parse_describe,
@@ -376,7 +376,11 @@ class StatisticsService(StatisticsStore):
         again from the file its stored statistics were counted from is left out (`_same_file`)."""
         with self._lock:
             names = sorted(self._held)
-        names = [name for name in names if not self._same_file(name)]
+        unchanged = {name for name in names if self._same_file(name)}
+        with self._lock:
+            for name in unchanged:
+                self._held.pop(name, None)
+        names = [name for name in names if name not in unchanged]
         if names:
             self.describe_many(names)
             for name in names:
@@ -387,18 +391,15 @@ class StatisticsService(StatisticsStore):
 
     def _same_file(self, name: str) -> bool:
         """Whether a held seed was loaded from the file its stored statistics were counted from:
-        then there is nothing to save, and its rows are dropped uncounted, with no catalog read
-        (every `dbt build` loads its seeds again: in the example project's builds that read was a
-        SHOW TABLE EXTENDED of 0.2-0.7 s beside the models). A model that reads the seed checks
-        the statistics against the table as it is, its size included, as any statistics."""
+        then there is nothing to save, and `settle_held` drops its rows uncounted, with no catalog
+        read (every `dbt build` loads its seeds again: in the example project's builds that read
+        was a SHOW TABLE EXTENDED of 0.2-0.7 s beside the models). A model that reads the seed
+        checks the statistics against the table as it is, its size included, as any statistics."""
         with self._lock:
             held = self._held.get(name)
-        stored = self._stored(name) if held is not None and held[1] else None
-        if stored is None or str(stored.fingerprint or "").partition(SEED_FILE)[2] != held[1]:
-            return False
-        with self._lock:
-            self._held.pop(name, None)
-        return True
+        seed_file = held[1] if held is not None else None
+        stored = self._stored(name) if seed_file else None
+        return stored is not None and counted_from_file(stored.fingerprint, seed_file)
 
     @property
     def pending(self) -> int:

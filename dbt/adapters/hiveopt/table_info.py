@@ -71,6 +71,18 @@ def counted_from_seed(fingerprint: str | None) -> bool:
     return SEED_FILE in str(fingerprint or "")
 
 
+def counted_from_file(fingerprint: str | None, seed_file: str | None) -> bool:
+    """Whether statistics stored under `fingerprint` were counted from the seed file whose
+    checksum is `seed_file` (whatever the table's creation time and size).
+
+    >>> counted_from_file("Tue|10|seed file ab", "ab"), counted_from_file("Tue|10|seed file ab", "cd")
+    (True, False)
+    >>> counted_from_file("Tue|10", "ab"), counted_from_file("Tue|10|seed file ab", None)
+    (False, False)
+    """
+    return bool(seed_file) and str(fingerprint or "").partition(SEED_FILE)[2] == seed_file
+
+
 def seed_fingerprint(fingerprint: str, seed_file: str | None) -> str:
     """The fingerprint of statistics counted from a seed's file (`seed_file`: dbt's checksum of it).
 
