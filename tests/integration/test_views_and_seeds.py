@@ -411,6 +411,35 @@ def test_a_join_with_nothing_to_gain_is_remembered(spark, views_project):
     assert spark.sql("SELECT COUNT(*) FROM vws.order_customers").collect()[0][0] == 200000
 
 
+def test_a_remembered_join_over_a_seed_reads_no_catalog_when_the_seed_loads_again(spark, views_project):
+    """Every `dbt build` loads the seeds again. A mart remembered as having nothing to gain, reading
+    a seed through a view, takes the seed's size from its stored statistics when the seed was
+    loaded from the same file: its build sends no catalog read for the seed (revenue_by_nation in
+    the example project spent a median 102 ms before its build on one)."""
+    root = views_project
+    _write(
+        root,
+        {
+            "models/marts/customer_nations.sql": """
+            select c.customer_name, n.nation_name
+            from {{ ref('stg_customers') }} c
+            join {{ ref('stg_nations') }} n on n.nation_key = c.nation_key
+            """
+        },
+    )
+    assert dbt(root, "build", "--select", "+customer_nations").success
+    first = record(root, "customer_nations")
+    assert not first["changed"] and first["unchanged_reason"] is None and first["rules"], first
+    events = Statements()
+    assert dbt(root, "build", "--select", "nations", "customer_nations", events=events).success
+    second = record(root, "customer_nations")
+    assert second["unchanged_reason"].startswith("no rewrite found a gain (remembered)"), second
+    (statements,) = [s for node, s in events.by_node.items() if node.endswith(".customer_nations")]
+    looked = [s for s in statements if re.search(r"\b(describe|show table)\b", s, re.I) and "nations" in s]
+    assert not looked, statements
+    assert spark.sql("SELECT COUNT(*) FROM vws.customer_nations").collect()[0][0] == 6000
+
+
 def test_spark_honours_a_broadcast_hint_on_a_view_alias(spark):
     spark.sql("DROP DATABASE IF EXISTS vws_hint CASCADE")
     spark.sql("CREATE DATABASE vws_hint")

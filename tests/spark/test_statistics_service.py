@@ -414,7 +414,7 @@ def test_a_seed_loaded_again_with_the_same_rows_is_not_saved_again(spark):
     (the table created anew: a new creation time, the same rows). Statistics counted from the
     seed's file hold while the table keeps their size and dbt's graph names the same file: they are
     not saved again (nor counted, nor the table described), and a later invocation that does not
-    load the seed uses them."""
+    load the seed uses them. The memory of decisions takes such a seed's size from them too."""
     spark.sql("CREATE DATABASE IF NOT EXISTS st")
     spark.sql("DROP DATABASE IF EXISTS hiveopt_test_resave CASCADE")
 
@@ -433,6 +433,7 @@ def test_a_seed_loaded_again_with_the_same_rows_is_not_saved_again(spark):
         s = StatisticsService(execute, stats_schema="hiveopt_test_resave", defer_saves=True)
         s.load()
         s.hold_rows("st.seedlike", rows, seed_file)
+        sizes.append(s.reloaded_size("st.seedlike"))
         s.flush()
         return [sql for sql in sent if "table_statistics" not in sql]  # the store's own statements aside
 
@@ -445,14 +446,18 @@ def test_a_seed_loaded_again_with_the_same_rows_is_not_saved_again(spark):
         return reader.current("st.seedlike")[1]
 
     rows = [(i, i % 3) for i in range(20)]
+    sizes = []
     load(rows)
     invocation(rows, "sha-1")
     assert saves() == 1
     time.sleep(1.1)  # the catalog's creation time counts seconds
     load(rows)
-    # Loaded again from the same file: nothing to save, so neither counted nor described.
+    # Loaded again from the same file: nothing to save, so neither counted nor described; its
+    # size is the stored statistics' (the table's, as the catalog has it).
     assert invocation(rows, "sha-1") == []
     assert saves() == 1
+    size = service(spark, "hiveopt_test_resave").describe("st.seedlike").size_bytes
+    assert sizes[:2] == [None, float(size)], (sizes, size)
     assert state_for("sha-1") == "current"
     assert state_for("sha-2").startswith("stale")  # the project's file changed since: counted again
     assert state_for(None).startswith("stale")  # nothing says which file the table came from
@@ -460,6 +465,7 @@ def test_a_seed_loaded_again_with_the_same_rows_is_not_saved_again(spark):
     load(rows)
     invocation(rows, "sha-2")
     assert saves() == 2
+    assert sizes[2] is None  # another file: its size is the catalog's
     assert state_for("sha-2") == "current"
 
 

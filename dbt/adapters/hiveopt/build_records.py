@@ -128,12 +128,18 @@ class BuildRecords:
             self.statistics.record_no_gain(table, NoGain("", 0.0, _now(), "forgotten"))
 
     def _bytes_of(self, tables: list[str]) -> float | None:
-        """The size on disk of these tables from the invocation's catalog cache (None: one unknown)."""
+        """The size on disk of these tables from the invocation's catalog cache, a seed loaded again
+        from the same file by its stored statistics (None: one unknown)."""
         if not tables:
             return None
-        infos = self.statistics.describe_all(tables)  # a relation the catalog does not know is left out
-        sizes = [infos[name].size_bytes if name in infos else None for name in (t.lower() for t in tables)]
-        return None if any(size is None for size in sizes) else float(sum(sizes))
+        names = [t.lower() for t in tables]
+        sizes = {name: self.statistics.reloaded_size(name) for name in names}
+        # A relation the catalog does not know is left out of describe_all.
+        infos = self.statistics.describe_all([name for name, size in sizes.items() if size is None])
+        for name in names:
+            if sizes[name] is None and name in infos:
+                sizes[name] = infos[name].size_bytes
+        return None if any(size is None for size in sizes.values()) else float(sum(sizes.values()))
 
     def tag(self, unique_id: str, label: str, materialization: str | None, record: dict) -> str:
         """Tag the statements of the build that follows in this thread, so that its actual rows can

@@ -401,6 +401,22 @@ class StatisticsService(StatisticsStore):
         stored = self._stored(name) if seed_file else None
         return stored is not None and counted_from_file(stored.fingerprint, seed_file)
 
+    def reloaded_size(self, name: str) -> float | None:
+        """The size on disk of a seed this invocation loaded again from the file its stored
+        statistics were counted from, as those statistics have it (the same file, written again),
+        with no catalog read; None for any other relation (and once a model has counted the seed:
+        its catalog entry is then read). What the memory of decisions compares a model's inputs by,
+        within feedback.RESIZE_FACTOR: a mart remembered as having nothing to gain read the seeds
+        it reads through views from the catalog for it (`SHOW TABLE EXTENDED IN analytics LIKE
+        'nations|regions'`: revenue_by_nation at SF 0.1 spent a median 102 ms before its build)."""
+        self.load()
+        name = name.lower()
+        if not self._same_file(name):
+            return None
+        stored = self._stored(name)
+        size = stored.size_bytes if stored is not None else None
+        return None if size is None or size.is_absent else float(size.value)
+
     @property
     def pending(self) -> int:
         """Statistics not saved yet: gathered (`defer_saves`), or seeds' rows held."""
