@@ -3,10 +3,12 @@ views, an ephemeral model, table and incremental marts, tests; threads 4) by pla
 by hiveopt in the same process and warm SparkSession, alternating which goes first, paired per
 round. Prints per round and as medians: dbt's wall time of the invocation, the seconds of all
 models and seeds, and the seconds of the models where no rule fires (the pass-through, which
-must cost nothing), with paired ratios; the first hiveopt build's statistics-gathering cost
-against its build; whether the marts' rows are equal; hiveopt's closing line. `--control` runs
-plain dbt-spark against itself in the same rounds instead: how far two builds of the same SQL land
-apart on this machine (the floor under any per-model target).
+must cost nothing), with paired ratios and the range each ratio's median lands in 95% of the time
+with the rounds drawn again; on the embedded session also the CPU seconds each build cost this
+process and its JVM (what the build took from the two cores); the first hiveopt build's
+statistics-gathering cost against its build; whether the marts' rows are equal; hiveopt's closing
+line. `--control` runs plain dbt-spark against itself in the same rounds instead: how far two
+builds of the same SQL land apart on this machine (the floor under any per-model target).
 
     .venv/bin/python bench/project_build.py --scale 0.1 --rounds 3
     .venv/bin/python bench/project_build.py --scale 0.1 --rounds 3 --control
@@ -75,6 +77,7 @@ def build(target: str, variant: str, common: dict, label: str) -> dict:
 
     path = os.path.join(harness.RESULTS, "project", variant, label)
     harness.session_for(target)
+    cpu_before = cpu_seconds()
     result = dbtRunner().invoke(
         [
             "build",
@@ -103,7 +106,30 @@ def build(target: str, variant: str, common: dict, label: str) -> dict:
     for file in glob.glob(os.path.join(path, "hiveopt", "*.json")):
         with open(file) as handle:
             records[os.path.basename(file)[:-5]] = json.load(handle)
-    return {"wall": results["elapsed_time"], "nodes": nodes, "records": records}
+    cpu_after = cpu_seconds()
+    cpu = None if cpu_before is None or cpu_after is None else [a - b for a, b in zip(cpu_after, cpu_before)]
+    return {"wall": results["elapsed_time"], "nodes": nodes, "records": records, "cpu": cpu}
+
+
+def cpu_seconds() -> tuple[float, float] | None:
+    """The CPU seconds (user + system, every thread) used so far by this process (dbt, the adapter)
+    and by the embedded session's JVM, its child: what a build costs the two cores whatever ran beside it (wall time
+    under four threads on two cores depends on the neighbours; CPU time much less). None without
+    an embedded session (over Thrift the JVMs are the cluster's)."""
+    from dbt.adapters.hiveopt.connections import embedded_session
+
+    session = embedded_session()
+    process = getattr(getattr(getattr(session, "sparkContext", None), "_gateway", None), "proc", None)
+    if process is None:
+        return None
+    try:
+        with open(f"/proc/{process.pid}/stat") as handle:
+            # Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+            fields = handle.read().rsplit(")", 1)[1].split()
+        jvm = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+    return sum(os.times()[:2]), jvm
 
 
 def model_seconds(run: dict, names=None) -> float:
@@ -154,11 +180,14 @@ def paired(first: list[float], second: list[float]) -> list[float]:
 
 
 def paired_line(title: str, first: list[float], second: list[float], width: int = 40) -> str:
-    """A figure's medians per side, their paired ratio and each round's (first / second)."""
+    """A figure's medians per side, their paired ratio, the range that ratio lands in 95% of the
+    time with the rounds drawn again (harness.median_interval: what these rounds can tell apart)
+    and each round's (first / second)."""
     ratios = paired(first, second)
+    low, high = harness.median_interval(ratios) if ratios else (float("nan"), float("nan"))
     return (
-        f"{title:{width}} {median(first):12.2f} {median(second):10.2f} {median(ratios):13.3f}   "
-        f"rounds: {', '.join(f'{r:.3f}' for r in ratios)}"
+        f"{title:{width}} {median(first):12.2f} {median(second):10.2f} {median(ratios):13.3f}  "
+        f"({low:.3f}-{high:.3f})   rounds: {', '.join(f'{r:.3f}' for r in ratios)}"
     )
 
 
@@ -348,7 +377,13 @@ def measure(args, common: dict, fetch, settle, variants: dict[str, str], where: 
     optimized = sorted(name for name, r in last.items() if "." not in name and r.get("changed"))
 
     def figures(run: dict) -> dict[str, float]:
-        return {"wall": run["wall"], "models": model_seconds(run), "unchanged": model_seconds(run, set(unchanged))}
+        return {
+            "wall": run["wall"],
+            "models": model_seconds(run),
+            "unchanged": model_seconds(run, set(unchanged)),
+            "cpu": None if run["cpu"] is None else sum(run["cpu"]),
+            "cpu_python": None if run["cpu"] is None else run["cpu"][0],
+        }
 
     table = {v: [figures(run) for run in runs[v]] for v in variants}
     later = median([run["wall"] for run in runs["hiveopt"]])
@@ -358,14 +393,22 @@ def measure(args, common: dict, fetch, settle, variants: dict[str, str], where: 
         f"of a build)"
     )
     print()
-    print(f"{'':40} {'dbt-spark s':>12} {'hiveopt s':>10} {'paired ratio':>13}  (spark/hiveopt, >1: hiveopt faster)")
+    print(
+        f"{'':40} {'dbt-spark s':>12} {'hiveopt s':>10} {'paired ratio':>13}  (95% range)  "
+        "(spark/hiveopt, >1: hiveopt faster)"
+    )
     lines = [
         ("hiveopt", "wall", "dbt build, wall"),
         ("hiveopt", "models", "all models and seeds"),
         ("hiveopt", "unchanged", f"models no rule rewrites ({len(unchanged)})"),
     ]
+    if all(f["cpu"] is not None for fs in table.values() for f in fs):
+        lines.append(("hiveopt", "cpu", "CPU seconds (Python and the JVM)"))
+        lines.append(("hiveopt", "cpu_python", "  of which Python (dbt, the adapter)"))
     if args.switched_off:
         lines += [(SWITCHED_OFF, "wall", "switched off: wall"), (SWITCHED_OFF, "models", "switched off: models")]
+        if all(f["cpu"] is not None for f in table[SWITCHED_OFF]):
+            lines.append((SWITCHED_OFF, "cpu", "switched off: CPU seconds"))
     for variant, key, title in lines:
         print(paired_line(title, [f[key] for f in table["dbt-spark"]], [f[key] for f in table[variant]]))
     print()
@@ -442,7 +485,10 @@ def fresh_jvm(args) -> int:
             firsts[variant].append(_child_build(args, variant, folders[variant], f"first{round_ + 1}"))
         print(f"first builds, round {round_ + 1}/{args.rounds} done", flush=True)
     print(f"\nTPC-H SF {args.scale}, threads 4, a new JVM for every build")
-    print(f"{'':44} {'dbt-spark s':>12} {'hiveopt s':>10} {'paired ratio':>13}  (spark/hiveopt, >1: hiveopt faster)")
+    print(
+        f"{'':44} {'dbt-spark s':>12} {'hiveopt s':>10} {'paired ratio':>13}  (95% range)  "
+        "(spark/hiveopt, >1: hiveopt faster)"
+    )
     _fresh_lines("first builds (empty warehouse, no statistics)", firsts)
     sides = [("hiveopt", "hiveopt")]
     if BEHIND in firsts:
