@@ -113,9 +113,10 @@ def build(target: str, variant: str, common: dict, label: str) -> dict:
 
 def cpu_seconds() -> tuple[float, float] | None:
     """The CPU seconds (user + system, every thread) used so far by this process (dbt, the adapter)
-    and by the embedded session's JVM, its child: what a build costs the two cores whatever ran beside it (wall time
-    under four threads on two cores depends on the neighbours; CPU time much less). None without
-    an embedded session (over Thrift the JVMs are the cluster's)."""
+    and by the embedded session's JVM, its child: what a build took from the two cores. The JVM's
+    JIT and garbage collection threads count too, so a build's figure moves from round to round
+    nearly as much as its wall time (0.82-1.41x per round, 2026-11-30). None without an embedded
+    session (over Thrift the JVMs are the cluster's)."""
     from dbt.adapters.hiveopt.connections import embedded_session
 
     session = embedded_session()
