@@ -373,26 +373,29 @@ def test_a_view_over_a_rebuilt_table_gets_fresh_estimates(spark, views_project):
     assert f"{SOURCE_DB}.orders" in mart["statistics_gathering"][FIRST_PASS]["tables"]
 
 
+def _looked_then_again(root, name, sql, command, *selected):
+    """A mart `name` over `sql` built with what it reads (`command`: run or build): the optimizer
+    looked and found nothing to gain. Then `command` again over `selected`: its events."""
+    _write(root, {f"models/marts/{name}.sql": sql})
+    assert dbt(root, command, "--select", f"+{name}").success
+    first = record(root, name)
+    assert not first["changed"] and first["unchanged_reason"] is None and first["rules"], first
+    events = Statements()
+    assert dbt(root, command, "--select", *selected, events=events).success
+    return events
+
+
 def test_a_join_with_nothing_to_gain_is_remembered(spark, views_project):
     """The optimizer looked at a join and found nothing to gain (Spark broadcasts the customers by
     itself): the next builds of the same SQL run it as written at once, with no catalog read for
     its views, no statistics and no optimizer, until what it reads changes size by more than 2x."""
     root = views_project
-    _write(
-        root,
-        {
-            "models/marts/order_customers.sql": """
-            select o.order_id, o.amount, c.customer_name
-            from {{ ref('stg_orders') }} o
-            join {{ ref('stg_customers') }} c on c.customer_id = o.customer_id
-            """
-        },
-    )
-    assert dbt(root, "run", "--select", "+order_customers").success
-    first = record(root, "order_customers")
-    assert not first["changed"] and first["unchanged_reason"] is None and first["rules"], first
-    events = Statements()
-    assert dbt(root, "run", "--select", "order_customers", events=events).success
+    sql = """
+        select o.order_id, o.amount, c.customer_name
+        from {{ ref('stg_orders') }} o
+        join {{ ref('stg_customers') }} c on c.customer_id = o.customer_id
+        """
+    events = _looked_then_again(root, "order_customers", sql, "run", "order_customers")
     second = record(root, "order_customers")
     assert second["unchanged_reason"].startswith("no rewrite found a gain (remembered): decided on "), second
     assert second["rules"] == [] and second["statistics_gathering"] == {}
@@ -417,21 +420,12 @@ def test_a_remembered_join_over_a_seed_reads_no_catalog_when_the_seed_loads_agai
     loaded from the same file: its build sends no catalog read for the seed (revenue_by_nation in
     the example project spent a median 102 ms before its build on one)."""
     root = views_project
-    _write(
-        root,
-        {
-            "models/marts/customer_nations.sql": """
-            select c.customer_name, n.nation_name
-            from {{ ref('stg_customers') }} c
-            join {{ ref('stg_nations') }} n on n.nation_key = c.nation_key
-            """
-        },
-    )
-    assert dbt(root, "build", "--select", "+customer_nations").success
-    first = record(root, "customer_nations")
-    assert not first["changed"] and first["unchanged_reason"] is None and first["rules"], first
-    events = Statements()
-    assert dbt(root, "build", "--select", "nations", "customer_nations", events=events).success
+    sql = """
+        select c.customer_name, n.nation_name
+        from {{ ref('stg_customers') }} c
+        join {{ ref('stg_nations') }} n on n.nation_key = c.nation_key
+        """
+    events = _looked_then_again(root, "customer_nations", sql, "build", "nations", "customer_nations")
     second = record(root, "customer_nations")
     assert second["unchanged_reason"].startswith("no rewrite found a gain (remembered)"), second
     (statements,) = [s for node, s in events.by_node.items() if node.endswith(".customer_nations")]
