@@ -376,7 +376,7 @@ class StatisticsService(StatisticsStore):
         again from the file its stored statistics were counted from is left out (`_same_file`)."""
         with self._lock:
             names = sorted(self._held)
-        unchanged = {name for name in names if self._same_file(name)}
+        unchanged = {name for name in names if self._same_file(name) is not None}
         with self._lock:
             for name in unchanged:
                 self._held.pop(name, None)
@@ -389,17 +389,18 @@ class StatisticsService(StatisticsStore):
                 except Exception as error:
                     self.warn_once(f"held:{name}", f"statistics of {name} not counted ({first_line(error)})")
 
-    def _same_file(self, name: str) -> bool:
-        """Whether a held seed was loaded from the file its stored statistics were counted from:
-        then there is nothing to save, and `settle_held` drops its rows uncounted, with no catalog
-        read (every `dbt build` loads its seeds again: in the example project's builds that read
-        was a SHOW TABLE EXTENDED of 0.2-0.7 s beside the models). A model that reads the seed
-        checks the statistics against the table as it is, its size included, as any statistics."""
+    def _same_file(self, name: str) -> TableStats | None:
+        """The stored statistics of a held seed when it was loaded from the file they were counted
+        from (else None): then there is nothing to save, and `settle_held` drops its rows uncounted,
+        with no catalog read (every `dbt build` loads its seeds again: in the example project's
+        builds that read was a SHOW TABLE EXTENDED of 0.2-0.7 s beside the models). A model that
+        reads the seed checks the statistics against the table as it is, its size included, as
+        any statistics."""
         with self._lock:
             held = self._held.get(name)
         seed_file = held[1] if held is not None else None
         stored = self._stored(name) if seed_file else None
-        return stored is not None and counted_from_file(stored.fingerprint, seed_file)
+        return stored if stored is not None and counted_from_file(stored.fingerprint, seed_file) else None
 
     def reloaded_size(self, name: str) -> float | None:
         """The size on disk of a seed this invocation loaded again from the file its stored
@@ -410,12 +411,10 @@ class StatisticsService(StatisticsStore):
         it reads through views from the catalog for it (`SHOW TABLE EXTENDED IN analytics LIKE
         'nations|regions'`: revenue_by_nation at SF 0.1 spent a median 102 ms before its build)."""
         self.load()
-        name = name.lower()
-        if not self._same_file(name):
+        stored = self._same_file(name.lower())
+        if stored is None or stored.size_bytes.is_absent:
             return None
-        stored = self._stored(name)
-        size = stored.size_bytes if stored is not None else None
-        return None if size is None or size.is_absent else float(size.value)
+        return float(stored.size_bytes.value)
 
     @property
     def pending(self) -> int:
