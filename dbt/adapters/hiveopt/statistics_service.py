@@ -119,6 +119,9 @@ class StatisticsService(StatisticsStore):
         self._outcomes: dict[str, str] = {}  # build outcomes recorded in this run (feedback.py)
         # Seeds' loaded rows not counted yet, and the checksum of the file they came from (hold_rows).
         self._held: dict[str, tuple[list[tuple[Any, ...]], str | None]] = {}
+        # Seeds this invocation loaded again from the file their stored statistics were counted
+        # from, whose held rows a save dropped uncounted (settle_held): those stored statistics.
+        self._reloaded: dict[str, TableStats] = {}
         # Per seed table, the checksum dbt's graph keeps of its file now (project_graph.seed_files):
         # statistics counted from that file hold for the seed loaded again with the same size.
         self.seed_files: dict[str, str] = {}
@@ -249,6 +252,7 @@ class StatisticsService(StatisticsStore):
         """Drop what DESCRIBE said of a relation this invocation is about to (re)build."""
         with self._lock:
             self._infos.pop(name.lower(), None)
+            self._reloaded.pop(name.lower(), None)
 
     # -- the store ----------------------------------------------------------------------------
     def gather(self, name: str, key_columns: Iterable[str] = (), columns: Iterable[str] | None = None) -> GatherResult:
@@ -376,10 +380,12 @@ class StatisticsService(StatisticsStore):
         again from the file its stored statistics were counted from is left out (`_same_file`)."""
         with self._lock:
             names = sorted(self._held)
-        unchanged = {name for name in names if self._same_file(name) is not None}
+        found = {name: self._same_file(name) for name in names}
+        unchanged = {name: stored for name, stored in found.items() if stored is not None}
         with self._lock:
-            for name in unchanged:
+            for name, stored in unchanged.items():
                 self._held.pop(name, None)
+                self._reloaded[name] = stored  # reloaded_size still answers after the save
         names = [name for name in names if name not in unchanged]
         if names:
             self.describe_many(names)
@@ -397,8 +403,10 @@ class StatisticsService(StatisticsStore):
         reads the seed checks the statistics against the table as it is, its size included, as
         any statistics."""
         with self._lock:
-            held = self._held.get(name)
-        seed_file = held[1] if held is not None else None
+            held, reloaded = self._held.get(name), self._reloaded.get(name)
+        if held is None:  # held rows a save dropped already, as found then
+            return reloaded
+        seed_file = held[1]
         stored = self._stored(name) if seed_file else None
         return stored if stored is not None and counted_from_file(stored.fingerprint, seed_file) else None
 
