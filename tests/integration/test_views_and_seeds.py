@@ -198,6 +198,12 @@ def test_mart_over_views_is_reordered_and_hinted(spark, views_project):
     assert not [s for s in seed_statements if "count(" in s.lower()], seed_statements
     assert mart["statistics_gathering"]["vws.nations"]["state"] == "current"
     assert not [name for name in stored if name.startswith("vws.stg_")]
+    # The views this build made and the seeds under them, read from the catalog in one statement
+    # (dbt's graph says what is under a view before the catalog does).
+    (mart_statements,) = [s for node, s in events.by_node.items() if node.endswith(".asia_revenue")]
+    catalog = [s for s in mart_statements if re.search(r"\b(describe|show table)\b", s, re.I) and "vws" in s]
+    sent = [c.split("*/")[-1].strip() for c in catalog]  # dbt's query comment aside
+    assert len(sent) == 1 and "'nations|regions|stg_customers|stg_nations|stg_orders|stg_regions'" in sent[0], sent
     # The run's read-ahead described the sources once its on-run-start hooks had created them.
     created = next(
         i for i, (_, sql) in enumerate(events.order) if f"create table if not exists {SOURCE_DB}.orders" in sql

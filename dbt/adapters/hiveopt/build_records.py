@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.hiveopt.actual_rows import SparkPlan, attach_all, latest_execution_id, read_plans, worst_q_error
@@ -52,6 +53,19 @@ def _session():
     return SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
 
 
+@dataclass
+class Seen:
+    """What the memory of decisions keys a model's build on: its SQL and settings (`key`), and the
+    size of the tables it reads (`tables`), read when first needed: at once when a memory of the
+    same key is to be checked, else after the optimizer has described them (its catalog reads then
+    answer, and a mart over views over seeds sends one SHOW TABLE EXTENDED, not two)."""
+
+    key: str
+    tables: list[str]
+    input_bytes: float | None = None
+    measured: bool = False
+
+
 class BuildRecords:
     """Per build (by dbt's unique_id): the tag of its Spark jobs (actual rows) and the outcome to
     record after it (feedback); the time its build started."""
@@ -85,39 +99,44 @@ class BuildRecords:
             self._outcomes[unique_id] = (table, Outcome(choice.variant, rewrite, 0.0, input_bytes, ""), choice.explore)
         return choice, {"ran": choice.variant, "why": choice.why, "rewrite": rewrite, "input_bytes": input_bytes}
 
-    def remembered_no_gain(
-        self, table: str, sql: str, settings: str, tables: list[str]
-    ) -> tuple[str | None, tuple[str, float | None]]:
+    def remembered_no_gain(self, table: str, sql: str, settings: str, tables: list[str]) -> tuple[str | None, Seen]:
         """Whether the optimizer found nothing to gain for this model's SQL before, on inputs of
         about today's size (feedback.still_no_gain): the reason to run it as written without
         reading the catalog for its views, its statistics or running the optimizer, or None.
-        Also (decision key, input bytes) for `remember_no_gain` after the optimizer ran."""
-        key = decision_key(sql, settings)
-        input_bytes = self._bytes_of(tables)
-        return still_no_gain(self.statistics.no_gain(table), key, input_bytes), (key, input_bytes)
+        Also what `remember_no_gain` keys on after the optimizer ran."""
+        seen = Seen(decision_key(sql, settings), tables)
+        memory = self.statistics.no_gain(table)
+        if memory is None or memory.key != seen.key:
+            return None, seen  # nothing to compare sizes with: they are read when remembered
+        return still_no_gain(memory, seen.key, self._input_bytes(seen)), seen
 
-    def remember_no_gain(self, table: str, seen: tuple[str, float | None], result) -> None:
+    def remember_no_gain(self, table: str, seen: Seen, result) -> None:
         """The optimizer looked, with statistics for everything the model reads, and found nothing
         to gain: remembered for the next builds (a fallback, a warning or absent statistics are not
         a finding)."""
-        key, input_bytes = seen
-        if input_bytes is None or not result.rules or result.changed or result.fallback_reason:
+        if not result.rules or result.changed or result.fallback_reason:
             return
         if result.switched_off or result.unchanged_reason or result.warnings:
             return
         used = (result.statistics_used or {}).values()
         if any(isinstance(u, dict) and u.get("precision") == "absent" for u in used):
             return
-        self.statistics.record_no_gain(table, NoGain(key, input_bytes, _now()))
+        input_bytes = self._input_bytes(seen)
+        if input_bytes is not None:
+            self.statistics.record_no_gain(table, NoGain(seen.key, input_bytes, _now()))
 
-    def remember_kept_original(self, table: str, seen: tuple[str, float | None], why: str) -> None:
+    def remember_kept_original(self, table: str, seen: Seen, why: str) -> None:
         """Feedback measured both SQL texts and kept the original: the next builds of the same SQL,
         settings and optimizer, on inputs within 2x, run it at once, as a model with nothing to
         gain does (feedback keeps its choice until then anyway)."""
-        key, input_bytes = seen
-        if input_bytes is None:
-            return
-        self.statistics.record_no_gain(table, NoGain(key, input_bytes, _now(), ORIGINAL_FASTER, why))
+        input_bytes = self._input_bytes(seen)
+        if input_bytes is not None:
+            self.statistics.record_no_gain(table, NoGain(seen.key, input_bytes, _now(), ORIGINAL_FASTER, why))
+
+    def _input_bytes(self, seen: Seen) -> float | None:
+        if not seen.measured:
+            seen.input_bytes, seen.measured = self._bytes_of(seen.tables), True
+        return seen.input_bytes
 
     def forget_decision(self, table: str) -> None:
         """A rewrite runs for this model now: a remembered decision to run it as written (from

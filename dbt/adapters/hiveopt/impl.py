@@ -233,8 +233,10 @@ class HiveoptAdapter(SparkAdapter):
             if remembered is not None:
                 result, gathering, slots_asked = pass_through(sql, remembered), {}, False
             else:
+                unique_id = (model or {}).get("unique_id")
+                under = tables_read(graph, unique_id) if graph and unique_id else []
                 result, gathering, slots_asked = self._optimize(
-                    sql, label, config, materialization or "table", own_table(model), slots_from == SERVER_SLOTS
+                    sql, label, config, materialization or "table", own_table(model), slots_from == SERVER_SLOTS, under
                 )
                 if seen is not None:
                     table = str(own_table(model))
@@ -384,11 +386,14 @@ class HiveoptAdapter(SparkAdapter):
         materialization: str,
         own_table: str | None = None,
         ask_task_slots: bool = False,
+        read_through: list[str] | None = None,
     ):
         """From the SQL alone first: a model no enabled rule could rewrite (no join, no subquery)
         costs no I/O and runs as written. Otherwise its inputs (catalog, statistics, fetched
         values, a server's task slots when the skew split needs them), then the pure optimizer.
-        Returns the result, the statistics gathered, and whether the server's slots were asked."""
+        `read_through`: the tables dbt's graph says the model reads, through its views (described
+        with what it reads). Returns the result, the statistics gathered, and whether the server's
+        slots were asked."""
         if not any(config.rule_enabled(name) for name in RULE_NAMES):
             return optimize(sql, OptimizerContext(config=config, model=label)), {}, False
         if materialization == "unit":
@@ -414,7 +419,15 @@ class HiveoptAdapter(SparkAdapter):
         else:
             auto, why_not = True, ""
         inputs = self.inputs.gather(
-            sql, parsed, config, label, materialization, auto_gather=auto, why_not=why_not, own_table=own_table
+            sql,
+            parsed,
+            config,
+            label,
+            materialization,
+            auto_gather=auto,
+            why_not=why_not,
+            own_table=own_table,
+            read_through=read_through,
         )
         asked = ask_task_slots and inputs.prepared is not None and self._server_slots_for(config, inputs)
         # one parse and one qualification per model

@@ -301,14 +301,16 @@ class InputGatherer:
         auto_gather: bool = True,
         why_not: str = "automatic gathering is off",
         own_table: str | None = None,
+        read_through: list[str] | None = None,
     ) -> ModelInputs:
         """Describe what the model reads, prepare it, and get statistics for the tables (and the
         views, through their definitions) when an enabled rule could use them. `own_table`, the
         table the model builds, is never gathered here: an incremental model reads it for its
         filter, and a pass over it would be stale once the build writes to it (daily_revenue paid
-        2.3 s for one on every incremental run)."""
+        2.3 s for one on every incremental run). `read_through`: the tables under its views, as
+        dbt's graph has them, described with the views."""
         tables = [name for name in physical_tables(parsed) if "." in name]  # bare names: temp views
-        schema, bucketing, partitioning, views = self._describe(tables, label)
+        schema, bucketing, partitioning, views = self._describe(tables, label, read_through or [])
         catalog = StatsCatalog()
         inputs = ModelInputs(
             OptimizerContext(
@@ -392,8 +394,12 @@ class InputGatherer:
                 continue  # the view's own estimate says why
         self.statistics.describe_many(bases)
 
-    def _describe(self, tables: list[str], label: str):
-        """(schema, bucketing, partitioning, views) of the relations a model reads, from the catalog."""
+    def _describe(self, tables: list[str], label: str, read_through: list[str]):
+        """(schema, bucketing, partitioning, views) of the relations a model reads, from the catalog.
+        The tables under its views (`read_through`, from dbt's graph) are read in the same
+        statement when they share a database: the views' estimates need them next, and a view this
+        invocation built and the seed under it were two SHOW TABLE EXTENDED before each mart over
+        them (revenue_by_nation at SF 0.1: 0.13-0.19 s and 0.06-0.13 s, in every warm build)."""
         schema: dict[str, dict[str, dict[str, str]]] = {}
         bucketing: dict[str, list[str]] = {}
         partitioning: dict[str, list[str]] = {}
@@ -401,7 +407,7 @@ class InputGatherer:
         # The first model to need statistics describes, with what it reads, everything the selected
         # models read that the invocation does not build (one SHOW TABLE EXTENDED per database).
         first = [] if self._first_done else [*self._first_tables, *self._unbuilt_views]
-        self.statistics.describe_many([*tables, *first])
+        self.statistics.describe_many([*tables, *first, *read_through])
         for name in tables:
             db, table = name.split(".", 1)
             try:
