@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from dbt.adapters.base.meta import available
@@ -234,7 +235,10 @@ class HiveoptAdapter(SparkAdapter):
                 result, gathering, slots_asked = pass_through(sql, remembered), {}, False
             else:
                 unique_id = (model or {}).get("unique_id")
-                under = tables_read(graph, unique_id) if graph and unique_id else []
+
+                def under() -> list[str]:  # a walk of dbt's graph: only for a model that reads I/O
+                    return tables_read(graph, unique_id) if graph and unique_id else []
+
                 result, gathering, slots_asked = self._optimize(
                     sql, label, config, materialization or "table", own_table(model), slots_from == SERVER_SLOTS, under
                 )
@@ -386,14 +390,14 @@ class HiveoptAdapter(SparkAdapter):
         materialization: str,
         own_table: str | None = None,
         ask_task_slots: bool = False,
-        read_through: list[str] | None = None,
+        read_through: Callable[[], list[str]] | None = None,
     ):
         """From the SQL alone first: a model no enabled rule could rewrite (no join, no subquery)
         costs no I/O and runs as written. Otherwise its inputs (catalog, statistics, fetched
         values, a server's task slots when the skew split needs them), then the pure optimizer.
         `read_through`: the tables dbt's graph says the model reads, through its views (described
-        with what it reads). Returns the result, the statistics gathered, and whether the server's
-        slots were asked."""
+        with what it reads), asked once the model is known to need them. Returns the result, the
+        statistics gathered, and whether the server's slots were asked."""
         if not any(config.rule_enabled(name) for name in RULE_NAMES):
             return optimize(sql, OptimizerContext(config=config, model=label)), {}, False
         if materialization == "unit":
@@ -427,7 +431,7 @@ class HiveoptAdapter(SparkAdapter):
             auto_gather=auto,
             why_not=why_not,
             own_table=own_table,
-            read_through=read_through,
+            read_through=read_through() if read_through is not None else [],
         )
         asked = ask_task_slots and inputs.prepared is not None and self._server_slots_for(config, inputs)
         # one parse and one qualification per model
