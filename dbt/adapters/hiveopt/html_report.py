@@ -3,7 +3,7 @@
 model (what happened, rules fired, optimizer time, statistics cost); each model's page
 (`<model>.html`) its join trees before and after drawn as SVG, the SQL dbt compiled and the SQL
 Spark ran with their differences, and the rules' decisions. Written from the records in the folder
-at the end of each invocation.
+at the end of each invocation; a model's page only when what it shows changed (`_page_key`).
 
 >>> tree = {"kind": "join", "label": "join inner on a.k = b.k", "rows": 10, "bytes": 100,
 ...         "precision": "estimated", "algorithm": "BROADCAST b", "children": [
