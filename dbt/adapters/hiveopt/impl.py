@@ -237,6 +237,8 @@ class HiveoptAdapter(SparkAdapter):
                 unique_id = (model or {}).get("unique_id")
 
                 def under() -> list[str]:  # a walk of dbt's graph: only for a model that reads I/O
+                    if seen is not None:  # the memory of decisions walked it already
+                        return seen.tables
                     return tables_read(graph, unique_id) if graph and unique_id else []
 
                 result, gathering, slots_asked = self._optimize(
