@@ -277,6 +277,12 @@ def main() -> int:
         "statistics pass wait for it; `behind` runs them as written while it runs beside them; `both` (with "
         "--fresh-jvm, first builds only): a third side in the same rounds, hiveopt with `behind`",
     )
+    parser.add_argument(
+        "--no-class-archive",
+        action="store_true",
+        help="with --fresh-jvm: hiveopt's JVM starts without its class archive too (profile `class_archive: "
+        "false`), as dbt-spark's does: the adapters' work alone",
+    )
     parser.add_argument("--child", choices=(*VARIANTS, BEHIND), help=argparse.SUPPRESS)
     parser.add_argument("--child-dir", help=argparse.SUPPRESS)
     parser.add_argument("--label", default="build", help=argparse.SUPPRESS)
@@ -453,8 +459,10 @@ def fresh_child(args) -> int:
     from dbt.adapters.hiveopt.connections import ensure_local_session
 
     harness.tpch_data(args.scale)
-    # The adapter's own start of its session, over this build's folder; dbt-spark's side gets it too.
-    ensure_local_session(SimpleNamespace(spark_dir=args.child_dir, server_side_parameters={}))
+    # The adapter's own start of its session, over this build's folder; dbt-spark's side gets it too,
+    # but not the class archive hiveopt's JVM starts from (class_archive.py): dbt-spark has none.
+    archive = args.child != "dbt-spark" and not args.no_class_archive
+    ensure_local_session(SimpleNamespace(spark_dir=args.child_dir, server_side_parameters={}, class_archive=archive))
     common = {"tpch_schema": harness.tpch_schema(args.scale)}
     if args.sources_changed:  # registered again by the build's on-run-start hook, with a new creation time
         from pyspark.sql import SparkSession
@@ -538,7 +546,8 @@ def _child_build(args, variant: str, folder: str, label: str, sources_changed: b
     changed = ["--sources-changed"] if sources_changed else []
     done = subprocess.run(
         [sys.executable, __file__, "--scale", args.scale, "--child", variant, "--child-dir", folder, "--label", label]
-        + changed,
+        + changed
+        + (["--no-class-archive"] if args.no_class_archive else []),
         capture_output=True,
         text=True,
         env={

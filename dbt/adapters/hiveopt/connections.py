@@ -25,7 +25,7 @@ from dbt.adapters.spark.connections import (
 from dbt_common.dataclass_schema import StrEnum
 from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
-from dbt.adapters.hiveopt import spark_connect
+from dbt.adapters.hiveopt import class_archive, spark_connect
 from dbt.adapters.hiveopt.bounded_statements import LONG_POLLING_SETTINGS, with_bounded_statements
 from dbt.adapters.hiveopt.processes import make_ignored_folder
 from dbt.adapters.hiveopt.statistics_store import first_line
@@ -100,6 +100,8 @@ class HiveoptCredentials(SparkCredentials):
     optimizer: dict[str, Any] = field(default_factory=dict)
     # session only: warehouse and metastore live here (relative paths: under the project).
     spark_dir: str | None = None
+    # session only: the JVM starts from a class archive, written by the first run (class_archive.py).
+    class_archive: bool = True
 
     @classmethod
     def __pre_deserialize__(cls, data: Any) -> Any:
@@ -131,7 +133,7 @@ class HiveoptCredentials(SparkCredentials):
         return "hiveopt"
 
     def _connection_keys(self) -> tuple[str, ...]:
-        return (*super()._connection_keys(), "method", "spark_dir", "optimizer")
+        return (*super()._connection_keys(), "method", "spark_dir", "class_archive", "optimizer")
 
 
 SIZES_KEPT_ON_INSERT = "spark.sql.statistics.size.autoUpdate.enabled"
@@ -237,19 +239,56 @@ def ensure_local_session(credentials: HiveoptCredentials) -> None:
     """Start the embedded SparkSession once, with its folders under the project, before dbt-spark's
     cursor asks for it (its getOrCreate then returns this one)."""
     from pyspark import SparkContext
-    from pyspark.sql import SparkSession
 
     spark_connect.quiet_pyspark_errors()
     with _session_lock:
         if SparkContext._active_spark_context is not None:
             return
         make_spark_dir(credentials.spark_dir)
-        builder = SparkSession.builder.enableHiveSupport()
-        for key, value in with_given_settings(
-            session_configs(credentials.spark_dir), credentials.server_side_parameters
-        ).items():
-            builder = builder.config(key, value)
-        builder.getOrCreate()
+        settings = with_given_settings(session_configs(credentials.spark_dir), credentials.server_side_parameters)
+        archive = _class_archive(credentials, settings[JVM_OPTION_SETTINGS[0]])
+        try:
+            _start_session(settings, archive)
+        except Exception as error:
+            if archive is None:
+                raise
+            archive.give_up()  # a writer's lock; an archive the JVM could not start from
+            logger.warning(
+                f"the embedded JVM did not start {'writing' if archive.writing else 'from'} the class "
+                f"archive {archive.path} ({first_line(error)}); starting it without"
+            )
+            archive = None
+            _start_session(settings, None)
+        if archive is not None and archive.writing:
+            archive.finish_at_exit(SparkContext._gateway)
+
+
+def _start_session(settings: dict[str, Any], archive: class_archive.ArchivePlan | None) -> None:
+    from pyspark.sql import SparkSession
+
+    flags = JVM_OPTION_SETTINGS[0]
+    builder = SparkSession.builder.enableHiveSupport()
+    for key, value in settings.items():
+        builder = builder.config(key, value + " " + archive.jvm_flags() if key == flags and archive else value)
+    builder.getOrCreate()
+
+
+def _class_archive(credentials: HiveoptCredentials, jvm_flags: str) -> class_archive.ArchivePlan | None:
+    """The class archive the embedded session's JVM starts from or writes (class_archive.py);
+    None where the profile switched it off or manages class data sharing itself."""
+    if not credentials.class_archive or class_archive.own_archive_flags(jvm_flags):
+        return None
+    try:
+        from dbt.adapters.hiveopt.processes import spark_home
+
+        found = class_archive.plan(class_archive.archive_dir(), class_archive.java_executable(), spark_home())
+    except Exception as error:  # a folder it cannot write: the JVM starts as before
+        logger.debug(f"no class archive for the embedded JVM ({first_line(error)})")
+        return None
+    if found is not None:
+        what = "writes its class archive at exit" if found.writing else "starts from its class archive"
+        logger.debug(f"the embedded JVM {what}: {found.path}")
+    return found
 
 
 def session_task_slots() -> int | None:

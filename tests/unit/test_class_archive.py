@@ -1,0 +1,108 @@
+"""The class archive's life: one writer at a time, a file becomes the archive only after its JVM
+exited with 0, a cut-off archive is never started from. A child process stands in for the JVM
+(it dumps at its exit as the JVM does, after its stdin closes); the real JVM's part is in
+tests/integration/test_class_archive.py."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from types import SimpleNamespace
+
+from dbt.adapters.hiveopt import class_archive
+from dbt.adapters.hiveopt.class_archive import DYNAMIC_ARCHIVE_MAGIC, archive_key, is_archive, plan
+
+
+def _spark_home(tmp_path):
+    jars = tmp_path / "spark" / "jars"
+    jars.mkdir(parents=True)
+    (jars / "spark-core.jar").write_bytes(b"x" * 10)
+    (tmp_path / "java").write_bytes(b"java")
+    return str(tmp_path / "java"), str(tmp_path / "spark")
+
+
+def _stand_in_jvm(part: str, code: int) -> subprocess.Popen:
+    """A process that, once its stdin closes, writes an archive of 2 MB to `part` and exits with `code`."""
+    script = textwrap.dedent(f"""
+        import sys
+        sys.stdin.read()
+        with open({part!r}, "wb") as f:
+            f.write({DYNAMIC_ARCHIVE_MAGIC!r} + bytes(2 * 1024 * 1024))
+        sys.exit({code})
+        """)
+    return subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE)
+
+
+def test_the_first_start_writes_and_a_second_start_meanwhile_runs_without(tmp_path):
+    java, spark = _spark_home(tmp_path)
+    first = plan(str(tmp_path / "cache"), java, spark)
+    assert first is not None and first.writing
+    assert open(first.lock).read() == str(os.getpid())
+    assert f"-XX:ArchiveClassesAtExit={first.part}" in first.jvm_flags()
+    assert plan(str(tmp_path / "cache"), java, spark) is None  # the writer (this process) lives
+
+
+def test_an_archive_becomes_one_only_after_its_jvm_exited_with_0(tmp_path):
+    java, spark = _spark_home(tmp_path)
+    cache = str(tmp_path / "cache")
+    writer = plan(cache, java, spark)
+    writer._finish(SimpleNamespace(proc=_stand_in_jvm(writer.part, 0)))
+    assert is_archive(writer.path, size_kept=True)
+    assert not os.path.exists(writer.lock) and not os.path.exists(writer.part)
+    reader = plan(cache, java, spark)
+    assert reader is not None and not reader.writing
+    assert reader.jvm_flags().startswith(f"-XX:SharedArchiveFile={writer.path} -Xshare:auto")
+
+
+def test_a_jvm_that_failed_its_dump_leaves_no_archive_and_no_lock(tmp_path):
+    java, spark = _spark_home(tmp_path)
+    cache = str(tmp_path / "cache")
+    writer = plan(cache, java, spark)
+    writer._finish(SimpleNamespace(proc=_stand_in_jvm(writer.part, 1)))
+    assert not os.path.exists(writer.path) and not os.path.exists(writer.part)
+    assert not os.path.exists(writer.lock)
+    assert plan(cache, java, spark).writing  # the next start tries again
+
+
+def test_a_dead_writers_lock_and_part_are_cleared(tmp_path):
+    java, spark = _spark_home(tmp_path)
+    cache = str(tmp_path / "cache")
+    path = os.path.join(cache, f"spark-jvm-{archive_key(java, spark)}.jsa")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(gone.stdout)
+    os.makedirs(cache)
+    with open(path + ".lock", "w") as handle:
+        handle.write(str(dead))
+    with open(f"{path}.{dead}.part", "wb") as handle:  # a dump the writer never saw end
+        handle.write(DYNAMIC_ARCHIVE_MAGIC + bytes(2 * 1024 * 1024))
+    writer = plan(cache, java, spark)
+    assert writer is not None and writer.writing
+    assert not os.path.exists(f"{path}.{dead}.part")
+    assert not os.path.exists(path)  # never promoted by anyone but its writer
+
+
+def test_a_cut_off_archive_is_not_started_from(tmp_path):
+    java, spark = _spark_home(tmp_path)
+    cache = str(tmp_path / "cache")
+    writer = plan(cache, java, spark)
+    writer._finish(SimpleNamespace(proc=_stand_in_jvm(writer.part, 0)))
+    with open(writer.path, "r+b") as handle:  # a JVM mapping this dies of SIGBUS
+        handle.truncate(1024 * 1024 + 10)
+    again = plan(cache, java, spark)
+    assert again is not None and again.writing
+    assert not os.path.exists(writer.path)
+
+
+def test_another_java_or_other_jars_get_an_archive_of_their_own(tmp_path):
+    java, spark = _spark_home(tmp_path)
+    key = archive_key(java, spark)
+    (tmp_path / "spark" / "jars" / "spark-core.jar").write_bytes(b"y" * 11)
+    assert archive_key(java, spark) != key
+
+
+def test_a_profile_that_manages_class_data_sharing_or_switches_it_off_is_left_alone():
+    from dbt.adapters.hiveopt.connections import _class_archive
+
+    assert _class_archive(SimpleNamespace(class_archive=False), "-Dx=1") is None
+    assert _class_archive(SimpleNamespace(class_archive=True), "-XX:SharedArchiveFile=/mine.jsa") is None
+    assert class_archive.own_archive_flags("-Xshare:off")
