@@ -60,7 +60,7 @@ def test_the_first_run_writes_the_class_archive_and_the_next_starts_from_it(tmp_
     first = _dbt(tmp_path, HIVEOPT_CLASS_ARCHIVE_DIR=str(cache))
     assert "hiveopt: the Spark JVM's classes are kept in" in first, first
     (archive,) = [name for name in os.listdir(cache) if name.endswith(".jsa")]
-    assert sorted(os.listdir(cache)) == [archive, archive + ".size"]  # no lock, no part left
+    assert sorted(os.listdir(cache)) == [archive, archive + ".json"]  # no lock, no part left
     assert "[warning][cds]" not in first  # HotSpot's lines on the classes it skips stay out
 
     loaded = tmp_path / "classes.log"

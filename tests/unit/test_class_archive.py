@@ -93,6 +93,26 @@ def test_a_cut_off_archive_is_not_started_from(tmp_path):
     assert not os.path.exists(writer.path)
 
 
+def test_an_archive_whose_jars_are_gone_is_removed_when_another_is_written(tmp_path):
+    import shutil
+
+    java, spark = _spark_home(tmp_path / "old")
+    cache = str(tmp_path / "cache")
+    old = plan(cache, java, spark)
+    old._finish(SimpleNamespace(proc=_stand_in_jvm(old.part, 0)))
+    java, other = _spark_home(tmp_path / "new")
+    kept = plan(cache, java, other)
+    kept._finish(SimpleNamespace(proc=_stand_in_jvm(kept.part, 0)))
+    assert os.path.exists(old.path)  # its jars still exist: another virtualenv may use it
+    shutil.rmtree(tmp_path / "old" / "spark")
+    newer = plan(cache, java, other)
+    os.remove(newer.path)  # written again: the orphans go then
+    newer = plan(cache, java, other)
+    newer._finish(SimpleNamespace(proc=_stand_in_jvm(newer.part, 0)))
+    assert not os.path.exists(old.path) and not os.path.exists(old.path + ".json")
+    assert is_archive(newer.path, size_kept=True)
+
+
 def test_another_java_or_other_jars_get_an_archive_of_their_own(tmp_path):
     java, spark = _spark_home(tmp_path)
     key = archive_key(java, spark)

@@ -13,8 +13,10 @@ from the process that watched it; a writer killed on the way leaves a lock whose
 `.part` that the next start removes. One writer at a time (the lock); other processes meanwhile
 start as before. A JVM that cannot use an archive (another build of Java, other jars) starts
 without it: HotSpot checks that itself. The archives live in `$HIVEOPT_CLASS_ARCHIVE_DIR`, else
-`$XDG_CACHE_HOME/dbt-hiveopt`, else `~/.cache/dbt-hiveopt` (about 230 MB each); the profile's
-`class_archive: false` switches this off.
+`$XDG_CACHE_HOME/dbt-hiveopt`, else `~/.cache/dbt-hiveopt` (about 230 MB each, beside a
+`<archive>.json` with its size and its jars' folder: one whose jars are gone, a removed
+virtualenv's, is removed when another is written); the profile's `class_archive: false` switches
+this off.
 
 >>> plan = ArchivePlan(path="/c/spark-jvm-k.jsa", writing=False)
 >>> plan.jvm_flags()
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import json
 import os
 import sys
 import time
@@ -87,6 +90,9 @@ class ArchivePlan:
 
     path: str
     writing: bool
+    # The pyspark jars it holds classes of: an archive whose jars are gone (a removed virtualenv)
+    # is removed when another is written.
+    jars: str = ""
 
     @property
     def lock(self) -> str:
@@ -114,7 +120,7 @@ class ArchivePlan:
             _remove(self.lock)
         else:
             _remove(self.path)
-            _remove(self.path + ".size")
+            _remove(self.path + ".json")
 
     def _finish(self, gateway: Any) -> None:
         started = time.perf_counter()
@@ -123,9 +129,10 @@ class ArchivePlan:
             process.stdin.close()
             code = process.wait(timeout=DUMP_TIMEOUT_SECONDS)
             if code == 0 and is_archive(self.part):
-                with open(self.path + ".size", "w") as handle:  # what is_archive checks
-                    handle.write(str(os.path.getsize(self.part)))
+                with open(self.path + ".json", "w") as handle:  # what is_archive checks
+                    json.dump({"size": os.path.getsize(self.part), "jars": self.jars}, handle)
                 os.replace(self.part, self.path)
+                remove_orphans(os.path.dirname(self.path))
                 sys.stderr.write(
                     f"hiveopt: the Spark JVM's classes are kept in {self.path} for faster starts "
                     f"(written once, {time.perf_counter() - started:.1f} s)\n"
@@ -139,17 +146,33 @@ class ArchivePlan:
 
 def is_archive(path: str, size_kept: bool = False) -> bool:
     """A dynamic archive whole: its magic, and (`size_kept`) the size its writer saw when its JVM
-    had exited, in `<path>.size` (a cut-off archive kills the JVM that maps it)."""
+    had exited, in `<path>.json` (a cut-off archive kills the JVM that maps it)."""
     try:
         with open(path, "rb") as handle:
             if handle.read(4) != DYNAMIC_ARCHIVE_MAGIC or os.path.getsize(path) < 1024 * 1024:
                 return False
         if size_kept:
-            with open(path + ".size") as handle:
-                return int(handle.read().strip()) == os.path.getsize(path)
+            with open(path + ".json") as handle:
+                return int(json.load(handle)["size"]) == os.path.getsize(path)
         return True
-    except (OSError, ValueError):
+    except (OSError, ValueError, KeyError, TypeError):
         return False
+
+
+def remove_orphans(directory: str) -> None:
+    """Remove the archives whose pyspark jars no longer exist (each is some 230 MB)."""
+    for name in os.listdir(directory):
+        if not (name.startswith("spark-jvm-") and name.endswith(".jsa.json")):
+            continue
+        kept = os.path.join(directory, name)
+        try:
+            with open(kept) as handle:
+                jars = json.load(handle).get("jars")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if jars and not os.path.isdir(jars):
+            _remove(kept[: -len(".json")])
+            _remove(kept)
 
 
 def plan(directory: str, java: str | None, spark_home: str) -> ArchivePlan | None:
@@ -158,8 +181,9 @@ def plan(directory: str, java: str | None, spark_home: str) -> ArchivePlan | Non
     if java is None:
         return None
     path = os.path.join(directory, f"spark-jvm-{archive_key(java, spark_home)}.jsa")
+    jars = os.path.realpath(os.path.join(spark_home, "jars"))
     if is_archive(path, size_kept=True):
-        return ArchivePlan(path, writing=False)
+        return ArchivePlan(path, writing=False, jars=jars)
     _remove(path)  # cut off, or of a writer before the size was kept
     os.makedirs(directory, exist_ok=True)
     for _ in range(2):  # a second try after removing a dead writer's lock
@@ -175,7 +199,7 @@ def plan(directory: str, java: str | None, spark_home: str) -> ArchivePlan | Non
             continue
         with os.fdopen(handle, "w") as lock:
             lock.write(str(os.getpid()))
-        return ArchivePlan(path, writing=True)
+        return ArchivePlan(path, writing=True, jars=jars)
     return None
 
 
