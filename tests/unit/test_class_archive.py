@@ -1,7 +1,7 @@
 """The class archive's life: one writer at a time, a file becomes the archive only after its JVM
 exited with 0, a cut-off archive is never started from. A child process stands in for the JVM
 (it dumps at its exit as the JVM does, after its stdin closes); the real JVM's part is in
-tests/integration/test_class_archive.py."""
+tests/integration/test_class_archive_with_dbt.py."""
 
 import os
 import subprocess
