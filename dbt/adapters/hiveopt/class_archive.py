@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from dbt.adapters.hiveopt.processes import running
+
 # The first bytes of a dynamic archive (HotSpot's CDS_DYNAMIC_ARCHIVE_MAGIC, 0xf00baba8, little-endian).
 DYNAMIC_ARCHIVE_MAGIC = b"\xa8\xab\x0b\xf0"
 
@@ -191,7 +193,7 @@ def plan(directory: str, java: str | None, spark_home: str) -> ArchivePlan | Non
             handle = os.open(path + ".lock", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
             writer = _lock_pid(path + ".lock")
-            if (writer is not None and _alive(writer)) or (writer is None and _age(path + ".lock") < 10):
+            if (writer is not None and running(writer)) or (writer is None and _age(path + ".lock") < 10):
                 return None  # another process writes it (or is writing its pid in the lock)
             _remove(path + ".lock")
             if writer is not None:
@@ -216,16 +218,6 @@ def _age(path: str) -> float:
         return time.time() - os.path.getmtime(path)
     except OSError:
         return float("inf")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
 
 
 def _remove(path: str) -> None:

@@ -27,7 +27,7 @@ from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
 from dbt.adapters.hiveopt import class_archive, spark_connect
 from dbt.adapters.hiveopt.bounded_statements import LONG_POLLING_SETTINGS, with_bounded_statements
-from dbt.adapters.hiveopt.processes import make_ignored_folder
+from dbt.adapters.hiveopt.processes import make_ignored_folder, spark_home
 from dbt.adapters.hiveopt.statistics_store import first_line
 
 DEFAULT_SPARK_DIR = ".hiveopt-spark"
@@ -279,8 +279,6 @@ def _class_archive(credentials: HiveoptCredentials, jvm_flags: str) -> class_arc
     if not credentials.class_archive or class_archive.own_archive_flags(jvm_flags):
         return None
     try:
-        from dbt.adapters.hiveopt.processes import spark_home
-
         found = class_archive.plan(class_archive.archive_dir(), class_archive.java_executable(), spark_home())
     except Exception as error:  # a folder it cannot write: the JVM starts as before
         logger.debug(f"no class archive for the embedded JVM ({first_line(error)})")
