@@ -42,6 +42,17 @@ def test_the_first_start_writes_and_a_second_start_meanwhile_runs_without(tmp_pa
     assert plan(str(tmp_path / "cache"), java, spark) is None  # the writer (this process) lives
 
 
+def test_a_start_that_may_not_write_takes_no_lock_and_still_reads_a_written_archive(tmp_path):
+    java, spark = _spark_home(tmp_path)
+    cache = str(tmp_path / "cache")
+    assert plan(cache, java, spark, may_write=False) is None
+    assert not os.path.exists(cache)  # no lock taken, nothing made
+    writer = plan(cache, java, spark)
+    writer._finish(SimpleNamespace(proc=_stand_in_jvm(writer.part, 0)))
+    reader = plan(cache, java, spark, may_write=False)
+    assert reader is not None and not reader.writing and reader.path == writer.path
+
+
 def test_an_archive_becomes_one_only_after_its_jvm_exited_with_0(tmp_path):
     java, spark = _spark_home(tmp_path)
     cache = str(tmp_path / "cache")

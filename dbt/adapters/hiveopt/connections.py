@@ -278,15 +278,39 @@ def _class_archive(credentials: HiveoptCredentials, jvm_flags: str) -> class_arc
     None where the profile switched it off or manages class data sharing itself."""
     if not credentials.class_archive or class_archive.own_archive_flags(jvm_flags):
         return None
+    command = _dbt_command()
+    may_write = command in (None, *ARCHIVE_WRITING_COMMANDS)
     try:
-        found = class_archive.plan(class_archive.archive_dir(), class_archive.java_executable(), spark_home())
+        found = class_archive.plan(
+            class_archive.archive_dir(), class_archive.java_executable(), spark_home(), may_write=may_write
+        )
     except Exception as error:  # a folder it cannot write: the JVM starts as before
         logger.debug(f"no class archive for the embedded JVM ({first_line(error)})")
         return None
     if found is not None:
         what = "writes its class archive at exit" if found.writing else "starts from its class archive"
         logger.debug(f"the embedded JVM {what}: {found.path}")
+    elif not may_write:
+        logger.debug(f"the embedded JVM starts without a class archive: `dbt {command}` does not write one")
     return found
+
+
+# The dbt commands whose JVM writes the class archive when there is none: those that build models,
+# whose JVM loads the classes later builds use (class_archive.py). Another command's archive would
+# hold fewer and never be written again; a process that is no dbt command (a benchmark's, a
+# library's) writes it.
+ARCHIVE_WRITING_COMMANDS = ("run", "build")
+
+
+def _dbt_command() -> str | None:
+    """This process's dbt command (`run`, `debug`...), None outside one."""
+    try:
+        from dbt.flags import get_flags
+
+        which = getattr(get_flags(), "WHICH", None)
+    except Exception:  # dbt-core not importable: a library call
+        return None
+    return str(which) if which else None
 
 
 def session_task_slots() -> int | None:
