@@ -65,6 +65,23 @@ def test_an_archive_becomes_one_only_after_its_jvm_exited_with_0(tmp_path):
     assert reader.jvm_flags().startswith(f"-XX:SharedArchiveFile={writer.path} -Xshare:auto")
 
 
+def test_an_archive_moved_into_place_after_the_first_look_is_used_not_removed(tmp_path, monkeypatch):
+    java, spark = _spark_home(tmp_path)
+    cache = str(tmp_path / "cache")
+    writer = plan(cache, java, spark)
+    writer._finish(SimpleNamespace(proc=_stand_in_jvm(writer.part, 0)))
+    looks = []
+
+    def first_look_misses(path, size_kept=False):  # the writer moved it in just after this look
+        looks.append(path)
+        return len(looks) > 1 and is_archive(path, size_kept)
+
+    monkeypatch.setattr(class_archive, "is_archive", first_look_misses)
+    reader = plan(cache, java, spark)
+    assert reader is not None and not reader.writing and len(looks) == 2
+    assert os.path.exists(writer.path) and not os.path.exists(writer.lock)
+
+
 def test_a_jvm_that_failed_its_dump_leaves_no_archive_and_no_lock(tmp_path):
     java, spark = _spark_home(tmp_path)
     cache = str(tmp_path / "cache")

@@ -191,7 +191,6 @@ def plan(directory: str, java: str | None, spark_home: str, may_write: bool = Tr
         return ArchivePlan(path, writing=False, jars=jars)
     if not may_write:
         return None
-    _remove(path)  # cut off, or of a writer before the size was kept
     os.makedirs(directory, exist_ok=True)
     for _ in range(2):  # a second try after removing a dead writer's lock
         try:
@@ -206,6 +205,12 @@ def plan(directory: str, java: str | None, spark_home: str, may_write: bool = Tr
             continue
         with os.fdopen(handle, "w") as lock:
             lock.write(str(os.getpid()))
+        # Looked at again under the lock: a writer may have moved its archive into place since the
+        # look above (it holds the lock until then), and that one is whole.
+        if is_archive(path, size_kept=True):
+            _remove(path + ".lock")
+            return ArchivePlan(path, writing=False, jars=jars)
+        _remove(path)  # cut off, or of a writer before the size was kept
         return ArchivePlan(path, writing=True, jars=jars)
     return None
 
