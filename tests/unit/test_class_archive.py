@@ -37,7 +37,7 @@ def test_the_first_start_writes_and_a_second_start_meanwhile_runs_without(tmp_pa
     java, spark = _spark_home(tmp_path)
     first = plan(str(tmp_path / "cache"), java, spark)
     assert first is not None and first.writing
-    assert open(first.lock).read() == str(os.getpid())
+    assert open(first.lock).read().split()[0] == str(os.getpid())
     assert f"-XX:ArchiveClassesAtExit={first.part}" in first.jvm_flags()
     assert plan(str(tmp_path / "cache"), java, spark) is None  # the writer (this process) lives
 
@@ -90,6 +90,17 @@ def test_a_jvm_that_failed_its_dump_leaves_no_archive_and_no_lock(tmp_path):
     assert not os.path.exists(writer.path) and not os.path.exists(writer.part)
     assert not os.path.exists(writer.lock)
     assert plan(cache, java, spark).writing  # the next start tries again
+
+
+def test_a_lock_whose_pid_now_names_another_process_is_cleared(tmp_path):
+    java, spark = _spark_home(tmp_path)
+    cache = str(tmp_path / "cache")
+    path = os.path.join(cache, f"spark-jvm-{archive_key(java, spark)}.jsa")
+    os.makedirs(cache)
+    with open(path + ".lock", "w") as handle:  # this process's pid, but another start time: a reused pid
+        handle.write(f"{os.getpid()} 1")
+    writer = plan(cache, java, spark)
+    assert writer is not None and writer.writing
 
 
 def test_a_dead_writers_lock_and_part_are_cleared(tmp_path):

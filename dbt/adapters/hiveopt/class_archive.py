@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.hiveopt.processes import running
+from dbt.adapters.hiveopt.processes import running, start_time
 
 # The first bytes of a dynamic archive (HotSpot's CDS_DYNAMIC_ARCHIVE_MAGIC, 0xf00baba8, little-endian).
 DYNAMIC_ARCHIVE_MAGIC = b"\xa8\xab\x0b\xf0"
@@ -196,15 +196,17 @@ def plan(directory: str, java: str | None, spark_home: str, may_write: bool = Tr
         try:
             handle = os.open(path + ".lock", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            writer = _lock_pid(path + ".lock")
-            if (writer is not None and running(writer)) or (writer is None and _age(path + ".lock") < 10):
-                return None  # another process writes it (or is writing its pid in the lock)
+            writer, started = _lock_writer(path + ".lock")
+            # A writer at work, or one still writing its pid in the lock.
+            busy = _same_process(writer, started) if writer is not None else _age(path + ".lock") < 10
+            if busy:
+                return None
             _remove(path + ".lock")
             if writer is not None:
                 _remove(f"{path}.{writer}.part")
             continue
         with os.fdopen(handle, "w") as lock:
-            lock.write(str(os.getpid()))
+            lock.write(f"{os.getpid()} {start_time(os.getpid()) or ''}".strip())
         # Looked at again under the lock: a writer may have moved its archive into place since the
         # look above (it holds the lock until then), and that one is whole.
         if is_archive(path, size_kept=True):
@@ -215,12 +217,20 @@ def plan(directory: str, java: str | None, spark_home: str, may_write: bool = Tr
     return None
 
 
-def _lock_pid(lock: str) -> int | None:
+def _lock_writer(lock: str) -> tuple[int | None, str | None]:
+    """The pid in a lock, and when that process started (None: not written, or not known)."""
     try:
         with open(lock) as handle:
-            return int(handle.read().strip())
-    except (OSError, ValueError):
-        return None
+            words = handle.read().split()
+        return int(words[0]), (words[1] if len(words) > 1 else None)
+    except (OSError, ValueError, IndexError):
+        return None, None
+
+
+def _same_process(pid: int, started: str | None) -> bool:
+    """The lock's writer still runs: its pid, and (where the lock says) its start time, so that
+    an unrelated process given a dead writer's pid does not hold the lock."""
+    return running(pid) and (started is None or start_time(pid) == started)
 
 
 def _age(path: str) -> float:

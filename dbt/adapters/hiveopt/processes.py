@@ -80,6 +80,16 @@ def running(pid: int) -> bool:
         return False
 
 
+def start_time(pid: int) -> str | None:
+    """When process `pid` started (clock ticks since boot, /proc/<pid>/stat), None where that is not
+    known: with its pid it names one process, as a pid alone does not once the pid is reused."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
 @dataclass
 class Daemon:
     """One started JVM: its name, pid (also its process group), log, and the marker its command
