@@ -152,6 +152,24 @@ def test_an_archive_whose_jars_are_gone_is_removed_when_another_is_written(tmp_p
     assert is_archive(newer.path, size_kept=True)
 
 
+def test_an_archive_of_jars_changed_in_place_is_removed_when_the_new_one_is_written(tmp_path):
+    java, spark = _spark_home(tmp_path)
+    cache = str(tmp_path / "cache")
+    old = plan(cache, java, spark)
+    old._finish(SimpleNamespace(proc=_stand_in_jvm(old.part, 0)))
+    other_java = tmp_path / "java21"
+    other_java.write_bytes(b"another java")
+    beside = plan(cache, str(other_java), spark)  # the same jars with another Java: both stay
+    beside._finish(SimpleNamespace(proc=_stand_in_jvm(beside.part, 0)))
+    assert is_archive(old.path, size_kept=True) and is_archive(beside.path, size_kept=True)
+    (tmp_path / "spark" / "jars" / "spark-core.jar").write_bytes(b"y" * 11)  # pyspark upgraded
+    new = plan(cache, java, spark)
+    assert new.writing and new.path != old.path
+    new._finish(SimpleNamespace(proc=_stand_in_jvm(new.part, 0)))
+    assert not os.path.exists(old.path) and not os.path.exists(old.path + ".json")
+    assert is_archive(new.path, size_kept=True) and is_archive(beside.path, size_kept=True)
+
+
 def test_another_java_or_other_jars_get_an_archive_of_their_own(tmp_path):
     java, spark = _spark_home(tmp_path)
     key = archive_key(java, spark)

@@ -17,8 +17,9 @@ on the way leaves a lock whose pid is gone and a `.part` that the next start rem
 a time (the lock); other processes meanwhile start as before. A JVM that cannot use an archive
 (another build of Java, other jars) starts without it: HotSpot checks that itself. The archives
 live in `$HIVEOPT_CLASS_ARCHIVE_DIR`, else `$XDG_CACHE_HOME/dbt-hiveopt`, else
-`~/.cache/dbt-hiveopt` (about 230 MB each, beside a `<archive>.json` with its size and its jars'
-folder: one whose jars are gone, a removed virtualenv's, is removed when another is written); the
+`~/.cache/dbt-hiveopt` (about 230 MB each, beside a `<archive>.json` with its size, its jars'
+folder and its java binary: one whose jars are gone, a removed virtualenv's, is removed when
+another is written, and so is one of the same jars' folder and java that a new one replaces); the
 profile's `class_archive: false` switches this off.
 
 >>> plan = ArchivePlan(path="/c/spark-jvm-k.jsa", writing=False)
@@ -95,9 +96,11 @@ class ArchivePlan:
 
     path: str
     writing: bool
-    # The pyspark jars it holds classes of: an archive whose jars are gone (a removed virtualenv)
-    # is removed when another is written.
+    # The pyspark jars it holds classes of, and the java binary: an archive whose jars are gone (a
+    # removed virtualenv), or one of the same jars' folder and java binary that another archive
+    # replaces (pyspark or Java upgraded in place), is removed when another is written.
     jars: str = ""
+    java: str = ""
 
     @property
     def lock(self) -> str:
@@ -135,9 +138,9 @@ class ArchivePlan:
             code = process.wait(timeout=DUMP_TIMEOUT_SECONDS)
             if code == 0 and is_archive(self.part):
                 with open(self.path + ".json", "w") as handle:  # what is_archive checks
-                    json.dump({"size": os.path.getsize(self.part), "jars": self.jars}, handle)
+                    json.dump({"size": os.path.getsize(self.part), "jars": self.jars, "java": self.java}, handle)
                 os.replace(self.part, self.path)
-                remove_orphans(os.path.dirname(self.path))
+                remove_orphans(os.path.dirname(self.path), written=self)
                 sys.stderr.write(
                     f"hiveopt: the Spark JVM's classes are kept in {self.path} for faster starts "
                     f"(written once, {time.perf_counter() - started:.1f} s)\n"
@@ -164,19 +167,29 @@ def is_archive(path: str, size_kept: bool = False) -> bool:
         return False
 
 
-def remove_orphans(directory: str) -> None:
-    """Remove the archives whose pyspark jars no longer exist (each is some 230 MB)."""
+def remove_orphans(directory: str, written: ArchivePlan | None = None) -> None:
+    """Remove the archives whose pyspark jars no longer exist, and those `written` replaces: of
+    the same jars' folder and java binary under another key, so the jars or the java changed in
+    place (each is some 230 MB)."""
     for name in os.listdir(directory):
         if not (name.startswith("spark-jvm-") and name.endswith(".jsa.json")):
             continue
         kept = os.path.join(directory, name)
+        archive = kept[: -len(".json")]
         try:
             with open(kept) as handle:
-                jars = json.load(handle).get("jars")
+                facts = json.load(handle)
+            jars, java = facts.get("jars"), facts.get("java")
         except (OSError, ValueError, AttributeError):
             continue
-        if jars and not os.path.isdir(jars):
-            _remove(kept[: -len(".json")])
+        replaced = (
+            written is not None
+            and archive != written.path
+            and bool(jars and java)
+            and (jars, java) == (written.jars, written.java)
+        )
+        if (jars and not os.path.isdir(jars)) or replaced:
+            _remove(archive)
             _remove(kept)
 
 
@@ -188,7 +201,7 @@ def plan(directory: str, java: str | None, spark_home: str, may_write: bool = Tr
     path = os.path.join(directory, f"spark-jvm-{archive_key(java, spark_home)}.jsa")
     jars = os.path.realpath(os.path.join(spark_home, "jars"))
     if is_archive(path, size_kept=True):
-        return ArchivePlan(path, writing=False, jars=jars)
+        return ArchivePlan(path, writing=False, jars=jars, java=java)
     if not may_write:
         return None
     os.makedirs(directory, exist_ok=True)
@@ -211,9 +224,9 @@ def plan(directory: str, java: str | None, spark_home: str, may_write: bool = Tr
         # look above (it holds the lock until then), and that one is whole.
         if is_archive(path, size_kept=True):
             _remove(path + ".lock")
-            return ArchivePlan(path, writing=False, jars=jars)
+            return ArchivePlan(path, writing=False, jars=jars, java=java)
         _remove(path)  # cut off, or of a writer before the size was kept
-        return ArchivePlan(path, writing=True, jars=jars)
+        return ArchivePlan(path, writing=True, jars=jars, java=java)
     return None
 
 
