@@ -278,8 +278,8 @@ def _class_archive(credentials: HiveoptCredentials, jvm_flags: str) -> class_arc
     None where the profile switched it off or manages class data sharing itself."""
     if not credentials.class_archive or class_archive.own_archive_flags(jvm_flags):
         return None
-    command = _dbt_command()
-    may_write = command in (None, *ARCHIVE_WRITING_COMMANDS)
+    command = dbt_command()
+    may_write = command in (None, *MODEL_BUILDING_COMMANDS)
     try:
         found = class_archive.plan(
             class_archive.archive_dir(), class_archive.java_executable(), spark_home(), may_write=may_write
@@ -295,14 +295,14 @@ def _class_archive(credentials: HiveoptCredentials, jvm_flags: str) -> class_arc
     return found
 
 
-# The dbt commands whose JVM writes the class archive when there is none: those that build models,
-# whose JVM loads the classes later builds use (class_archive.py). Another command's archive would
-# hold fewer and never be written again; a process that is no dbt command (a benchmark's, a
-# library's) writes it.
-ARCHIVE_WRITING_COMMANDS = ("run", "build")
+# The dbt commands that build models through the optimizer. Their JVM writes the class archive
+# when there is none: it loads the classes later builds use (class_archive.py), where another
+# command's archive would hold fewer and never be written again; a process that is no dbt command
+# (a benchmark's, a library's) writes it too.
+MODEL_BUILDING_COMMANDS = ("run", "build")
 
 
-def _dbt_command() -> str | None:
+def dbt_command() -> str | None:
     """This process's dbt command (`run`, `debug`...), None outside one."""
     try:
         from dbt.flags import get_flags

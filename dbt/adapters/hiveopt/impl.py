@@ -22,10 +22,12 @@ from sqlglot import exp
 
 from dbt.adapters.hiveopt.build_records import BuildRecords
 from dbt.adapters.hiveopt.connections import (
+    MODEL_BUILDING_COMMANDS,
     SIZES_KEPT_ON_INSERT,
     HiveoptConnectionManager,
     HiveoptConnectionMethod,
     ServerTaskSlots,
+    dbt_command,
     session_broadcast_threshold,
     session_task_slots,
 )
@@ -767,13 +769,9 @@ class HiveoptAdapter(SparkAdapter):
 
 def _builds_models() -> bool:
     """Whether this invocation is `dbt run` or `dbt build` (compile, test, seed and the rest
-    build no model through the optimizer)."""
-    try:
-        from dbt.flags import get_flags
-
-        return getattr(get_flags(), "WHICH", None) in ("run", "build")
-    except Exception:  # no flags (a library call): not known, so nothing is read or waited for
-        return False
+    build no model through the optimizer). No flags (a library call): not known, so nothing is
+    read or waited for."""
+    return dbt_command() in MODEL_BUILDING_COMMANDS
 
 
 def _selected_resources() -> list[str] | None:
