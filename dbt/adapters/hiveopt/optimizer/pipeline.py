@@ -35,6 +35,7 @@ from dbt.adapters.hiveopt.optimizer.rules.reorder_joins import reorder_joins
 from dbt.adapters.hiveopt.optimizer.rules.rewrite_skew_joins import rewrite_skew_joins, weighs_hot_key_shares
 from dbt.adapters.hiveopt.optimizer.rules.select_join_algorithms import select_join_algorithms
 from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
+from dbt.adapters.hiveopt.optimizer.syntax import has_nested_query
 
 # The rules, in order. Each says why it stands where it does. Qualification (resolving every
 # column to its relation) runs before all of them in prepare_query.
@@ -144,7 +145,10 @@ def needs_statistics(expression: exp.Expression, config: OptimizerConfig, materi
     """Whether an enabled rule could use statistics for this query: every rule works on joins or
     on subqueries (a correlated one reads its input twice), so a query without either, or with
     every rule off, costs no statistics I/O. A view keeps only the logical rules: they need two
-    joins in one block (an order to choose) or a subquery, derived table or CTE (work to merge).
+    joins in one block (an order to choose), a subquery or derived table, or a CTE joined to
+    something (work to merge). A chain of CTEs that each read the one before, dbt's import-CTE
+    style of staging model, has none of these. A subquery is any SELECT nested in another, EXISTS
+    and ALL included (syntax.has_nested_query; sqlglot wraps those in no exp.Subquery).
 
     >>> import sqlglot
     >>> cfg = OptimizerConfig()
@@ -154,20 +158,27 @@ def needs_statistics(expression: exp.Expression, config: OptimizerConfig, materi
     (False, True)
     >>> needs("SELECT a FROM t WHERE a > (SELECT AVG(a) FROM t AS u WHERE u.k = t.k)")
     True
+    >>> needs("SELECT a FROM t WHERE EXISTS (SELECT * FROM t AS u WHERE u.k = t.k AND u.s <> t.s)")
+    True
+    >>> chain = "WITH source AS (SELECT * FROM t), renamed AS (SELECT a AS b FROM source) SELECT * FROM renamed"
+    >>> needs(chain), needs(chain, "view")
+    (False, False)
+    >>> needs("WITH agg AS (SELECT k, AVG(a) AS m FROM t GROUP BY k) SELECT * FROM t JOIN agg ON t.k = agg.k", "view")
+    True
     >>> needs("SELECT a FROM t LEFT JOIN u ON t.k = u.k", "view")
     False
     >>> needs("SELECT a FROM t JOIN u ON t.k = u.k JOIN v ON v.k = u.k", "view")
     True
     """
+    nested = has_nested_query(expression)
     if materialization in STORED_DEFINITIONS:
         rules = [r.name for r in RULES if r.chosen_from_todays_data is None and config.rule_enabled(r.name)]
         return bool(rules) and (
-            expression.find(exp.Subquery, exp.CTE) is not None
+            nested
+            or (expression.find(exp.CTE) is not None and expression.find(exp.Join) is not None)
             or any(len(select.args.get("joins") or []) >= 2 for select in expression.find_all(exp.Select))
         )
-    return any(config.rule_enabled(name) for name in RULE_NAMES) and (
-        expression.find(exp.Join) is not None or expression.find(exp.Subquery) is not None
-    )
+    return any(config.rule_enabled(name) for name in RULE_NAMES) and (expression.find(exp.Join) is not None or nested)
 
 
 NOTHING_TO_REWRITE = "no join or subquery"

@@ -281,6 +281,39 @@ def local_to(predicate: exp.Expression, alias: str) -> bool:
     return aliases_of(predicate) == {alias} and predicate.find(exp.Subquery) is None
 
 
+def has_nested_query(expression: exp.Expression) -> bool:
+    """Whether a SELECT stands inside another as an expression or a FROM item: the subquery of an
+    IN, EXISTS, ANY/ALL or scalar subquery, a derived table, ARRAY(SELECT ...). A CTE's body and a
+    set operation's branches are not nested: they are the query's own blocks. sqlglot wraps some
+    subqueries in exp.Subquery and not others (EXISTS and ALL hold their SELECT itself), so the
+    test is where each SELECT stands, not which node wraps it.
+
+    >>> import sqlglot
+    >>> def nested(sql):
+    ...     return has_nested_query(sqlglot.parse_one(sql, read="spark"))
+    >>> nested("WITH source AS (SELECT * FROM t), renamed AS (SELECT a AS b FROM source) SELECT * FROM renamed")
+    False
+    >>> nested("SELECT a FROM t UNION ALL (SELECT a FROM u)"), nested("SELECT * FROM (SELECT a FROM t) AS d")
+    (False, True)
+    >>> [nested(f"SELECT a FROM t WHERE {p}") for p in ("EXISTS (SELECT 1 FROM u WHERE u.k = t.k)",
+    ...  "a > ALL (SELECT k FROM u)", "a IN (SELECT k FROM u)", "a = (SELECT MAX(k) FROM u)")]
+    [True, True, True, True]
+    """
+    for select in expression.find_all(exp.Select):
+        node = select
+        while True:
+            parent = node.parent
+            if parent is None or isinstance(parent, exp.With):
+                break  # the query itself, or a CTE's body (its CTE's parent is the WITH)
+            if isinstance(parent, (exp.CTE, exp.SetOperation)) or (
+                isinstance(parent, exp.Subquery) and isinstance(parent.parent, exp.SetOperation)
+            ):
+                node = parent  # a set operation's branch, parenthesized or not: look where it stands
+                continue
+            return True
+    return False
+
+
 def fresh_names(expression: exp.Expression, count: int, *also: exp.Expression) -> list[str]:
     """`count` column names unused anywhere in the query (and in `also`, parts not yet in it)."""
     used = {i.name.lower() for node in (expression, *also) for i in node.find_all(exp.Identifier)}
