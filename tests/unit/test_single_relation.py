@@ -32,7 +32,28 @@ REPO = os.path.join(os.path.dirname(__file__), "..", "..")
         ("select a from db.t cross join db.u", False),
         ("select a from db.t lateral view explode(xs) e as x", False),
         ("select a from (select a from db.t) s", False),
-        ("with c as (select a from db.t) select a from c", False),
+        ("with c as (select a from db.t) select a from c", True),
+        # dbt's import-CTE style (jaffle_shop's staging models), and a dbt ephemeral model's CTE
+        (
+            "with source as (select * from db.t), renamed as (select id as k, f(x, 2) as y from source) "
+            "select * from renamed",
+            True,
+        ),
+        (
+            "with __dbt__cte__e as (select a from db.t where b > 0) select a, count(*) from __dbt__cte__e group by a",
+            True,
+        ),
+        ("with c (x, y) as (select a, b from db.t) select x from c order by y", True),
+        ("with c as (select a from db.t) select a from c, db.u", False),
+        ("with c as (select a from db.t) select a from c join db.u on c.a = u.a", False),
+        ("with c as (select a from db.t), d as (select a from db.u) select * from c join d using (a)", False),
+        ("with c as (select a from db.t where a in (select k from db.u)) select a from c", False),
+        ("with c as (select a from db.t union all select a from db.u) select a from c", False),
+        ("with c as (select a from db.t) select a from c union all select a from c", False),
+        ("with recursive c as (select 1 as n) select n from c", False),
+        ("with c as (select a from db.t)", False),
+        ("select a from (with c as (select a from db.t) select a from c) s", False),
+        ("(select a from db.t)", False),
         ("select a from db.t union all select a from db.u", False),
         ("select a from db.t where exists (select 1 from db.u where u.k = t.k)", False),
         ("select a from values (1), (2) as v(a)", False),  # commas in FROM: the parser decides
