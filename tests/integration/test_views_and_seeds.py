@@ -23,7 +23,7 @@ from collections import Counter
 import pytest
 from helpers.dbt_run import Events, run_dbt
 
-from dbt.adapters.hiveopt.model_inputs import FIRST_PASS
+from dbt.adapters.hiveopt.model_inputs import FIRST_PASS, FIRST_PASS_STATE
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +49,8 @@ def project(root, orders_rows=60000):
             on-run-start:
               - "create database if not exists {SOURCE_DB}"
               - "create table if not exists {SOURCE_DB}.customers using parquet as select id as c_id,
-                 cast(id % 25 as int) as c_nation, concat('customer ', cast(id as string)) as c_name from range(6000)"
+                 cast(id % 25 as int) as c_nation, concat('customer ', cast(id as string)) as c_name,
+                 concat('note ', cast(id as string)) as c_note from range(6000)"
               - "create table if not exists {SOURCE_DB}.orders using parquet as select id as o_id,
                  id % 6000 as o_customer, cast(id % 997 as double) as o_amount from range({orders_rows})"
             models:
@@ -198,6 +199,11 @@ def test_mart_over_views_is_reordered_and_hinted(spark, views_project):
         for r in spark.sql("SELECT table_name, payload FROM vws_stats.table_statistics").collect()
     }
     assert stored[f"{SOURCE_DB}.orders"]["columns"]["o_customer"].get("heavy_hitters") is not None
+    # stg_customers imports its source whole (`select *` in its first CTE) and renames three columns:
+    # the first pass read those, and no narrow pass came after it for the note no model reads.
+    assert mart["statistics_gathering"][f"{SOURCE_DB}.customers"]["state"] == FIRST_PASS_STATE, mart[
+        "statistics_gathering"
+    ]
     # Seeds got statistics as dbt seed loaded them, counted from the CSV's rows with no Spark job:
     # exact, with detail for every column, so the mart needed no second pass over them.
     assert stored["vws.nations"]["columns"]["nation_key"]["ndv"] == {"value": 25.0, "precision": "exact"}

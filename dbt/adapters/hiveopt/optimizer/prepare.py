@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.pushdown_projections import pushdown_projections
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import traverse_scope
 
@@ -334,9 +335,19 @@ def referenced_columns(expression: exp.Expression) -> dict[str, set[str]]:
     ...                                     "FROM db.u AS u WHERE u.k = t.k)", read="spark"))
     >>> sorted((table, sorted(columns)) for table, columns in used.items())
     [('db.t', ['k', 's']), ('db.u', ['k'])]
+
+    Nor what a CTE or a derived table selects and nothing reads (dbt's import CTE, `WITH source
+    AS (SELECT * FROM db.t)`, its star expanded, asked a pass over every column of db.t for a
+    view that renames three of them):
+
+    >>> used = referenced_columns(parse_one("WITH source AS (SELECT t.k AS k, t.s AS s, t.c AS c FROM db.t AS t), "
+    ...                                     "renamed AS (SELECT source.k AS key FROM source AS source) "
+    ...                                     "SELECT renamed.key AS key FROM renamed AS renamed", read="spark"))
+    >>> sorted((table, sorted(columns)) for table, columns in used.items())
+    [('db.t', ['k'])]
     """
     out: dict[str, set[str]] = {}
-    for scope in traverse_scope(expression):
+    for scope in traverse_scope(_without_unread_projections(expression)):
         select = scope.expression
         unread = ()
         if isinstance(select, exp.Select) and isinstance(select.parent, exp.Exists):
@@ -349,6 +360,19 @@ def referenced_columns(expression: exp.Expression) -> dict[str, set[str]]:
                 name = ".".join(p for p in (source.db, source.name) if p).lower()
                 out.setdefault(name, set()).add(column.name.lower())
     return out
+
+
+def _without_unread_projections(expression: exp.Expression) -> exp.Expression:
+    """A copy without the projections of CTEs and derived tables that no outer block reads
+    (sqlglot's pushdown_projections; a DISTINCT block and set operations keep theirs), for
+    counting the columns a query reads; the query itself stays as written. As it is, when that
+    pass fails."""
+    if expression.find(exp.CTE, exp.Subquery) is None:
+        return expression
+    try:
+        return pushdown_projections(expression.copy())
+    except Exception:  # counted as written: a wider statistics pass, never another result
+        return expression
 
 
 def _inside(node: exp.Expression, parts: tuple[exp.Expression, ...], stop: exp.Expression) -> bool:
