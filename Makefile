@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # PYTEST_WORKERS=0 runs it in one process.
 PYTEST_WORKERS ?= 2
 
-.PHONY: install data demo lint test test-all browser bench bench-project bench-thrift bench-tpcds calibrate fuzz fuzz-corpus clean
+.PHONY: install data demo lint test test-all browser bench bench-project bench-thrift bench-jaffle bench-tpcds calibrate fuzz fuzz-corpus clean
 
 # A regular (not editable) install: dbt finds adapters by listing dbt/adapters/*/ in
 # site-packages (`dbt init`, `dbt --version`), which an editable install does not populate.
@@ -89,6 +89,11 @@ bench-project: install
 # The same over Thrift: both sides on a local standalone cluster the script starts and stops.
 bench-thrift: install
 	$(BIN)/python bench/project_build.py --scale 0.1 --rounds 6 --thrift --feedback explore --warm-builds 2
+
+# A project shaped like dbt's jaffle_shop (seeds, import-CTE staging views, two marts): what hiveopt
+# costs where no rule has anything to gain.
+bench-jaffle: install
+	$(BIN)/python bench/jaffle_shop.py --rounds 7
 
 # The differential fuzzer: random queries, statistics and config; original vs optimized on Spark.
 N ?= 1000
