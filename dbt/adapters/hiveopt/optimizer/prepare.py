@@ -364,7 +364,7 @@ def referenced_columns(expression: exp.Expression) -> dict[str, set[str]]:
 
 def _without_unread_projections(expression: exp.Expression) -> exp.Expression:
     """A copy without the projections of CTEs and derived tables that no outer block reads
-    (sqlglot's pushdown_projections; a DISTINCT block and set operations keep theirs), for
+    (sqlglot's pushdown_projections; a DISTINCT block and a UNION, which dedupe, keep theirs), for
     counting the columns a query reads; the query itself stays as written. As it is, when that
     pass fails."""
     if expression.find(exp.CTE, exp.Subquery) is None:
