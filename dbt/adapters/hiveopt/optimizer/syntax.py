@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import Scope
+from sqlglot.optimizer.scope import Scope, traverse_scope
 
 # Functions whose value changes per call: duplicating them (alias expansion) changes results.
 NONDETERMINISTIC_FUNCTIONS = {"rand", "random", "randn", "uuid", "shuffle", "monotonically_increasing_id"}
@@ -283,10 +283,10 @@ def local_to(predicate: exp.Expression, alias: str) -> bool:
 
 def has_nested_query(expression: exp.Expression) -> bool:
     """Whether a SELECT stands inside another as an expression or a FROM item: the subquery of an
-    IN, EXISTS, ANY/ALL or scalar subquery, a derived table, ARRAY(SELECT ...). A CTE's body and a
-    set operation's branches are not nested: they are the query's own blocks. sqlglot wraps some
-    subqueries in exp.Subquery and not others (EXISTS and ALL hold their SELECT itself), so the
-    test is where each SELECT stands, not which node wraps it.
+    IN, EXISTS, ANY/ALL or scalar subquery, a derived table, ARRAY(SELECT ...); sqlglot's scopes
+    say which (a CTE's body and a set operation's branches are the query's own blocks). Not which
+    node wraps it: sqlglot wraps an EXISTS's and an ALL's SELECT in no exp.Subquery. A query whose
+    scopes sqlglot cannot build counts as nested (the rules then look at it).
 
     >>> import sqlglot
     >>> def nested(sql):
@@ -299,19 +299,10 @@ def has_nested_query(expression: exp.Expression) -> bool:
     ...  "a > ALL (SELECT k FROM u)", "a IN (SELECT k FROM u)", "a = (SELECT MAX(k) FROM u)")]
     [True, True, True, True]
     """
-    for select in expression.find_all(exp.Select):
-        node = select
-        while True:
-            parent = node.parent
-            if parent is None or isinstance(parent, exp.With):
-                break  # the query itself, or a CTE's body (its CTE's parent is the WITH)
-            if isinstance(parent, (exp.CTE, exp.SetOperation)) or (
-                isinstance(parent, exp.Subquery) and isinstance(parent.parent, exp.SetOperation)
-            ):
-                node = parent  # a set operation's branch, parenthesized or not: look where it stands
-                continue
-            return True
-    return False
+    try:
+        return any(scope.is_subquery or scope.is_derived_table for scope in traverse_scope(expression))
+    except Exception:  # counted as nested: the model goes on to the optimizer, which says why it stops
+        return True
 
 
 def fresh_names(expression: exp.Expression, count: int, *also: exp.Expression) -> list[str]:
