@@ -4,8 +4,8 @@ dbt-spark:
 
 - the mart is reordered and hinted through the views (their statistics derived from their
   definitions down to the seeds' and sources' statistics), and its rows equal dbt-spark's;
-- seeds get statistics when `dbt seed` loads them (exact distinct counts: they are small), saved
-  behind the build;
+- seeds get statistics when `dbt seed` loads them (exact distinct counts: they are small), counted
+  from the rows dbt read from the CSV (read once) and saved behind the build;
 - a single-table view model costs nothing: it issues exactly the statements dbt-spark issues;
 - a view model fixes no join algorithm and starts no statistics pass (a view is planned when read);
 - a view over a rebuilt table gets fresh estimates in the next run;
@@ -239,6 +239,33 @@ def test_mart_over_views_is_reordered_and_hinted(spark, views_project):
     ours = Counter(tuple(r) for r in spark.sql("SELECT * FROM vws.asia_revenue").collect())
     theirs = Counter(tuple(r) for r in spark.sql("SELECT * FROM vws_plain.asia_revenue").collect())
     assert ours == theirs and len(ours) == 5
+
+
+def test_a_seed_file_is_read_once(spark, views_project, monkeypatch):
+    """dbt's seed materialization reads each CSV into an agate table, inferring every cell's type
+    (0.3 s for a 10,000-row seed of 6 columns). The seed's statistics are counted from that table,
+    not from a second reading, and dbt's seed task still gets it back (its results carry it)."""
+    from dbt_common.clients import agate_helper
+
+    read = Counter()
+    real = agate_helper.from_csv
+
+    def counting(path, *args, **kwargs):
+        read[os.path.basename(path)] += 1
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(agate_helper, "from_csv", counting)
+    result = dbt(views_project, "seed")
+    assert result.success
+    assert read == Counter({"nations.csv": 1, "regions.csv": 1}), read
+    loaded = {r.node.name: r.agate_table for r in result.result.results if r.node.resource_type == "seed"}
+    assert {name: len(table.rows) for name, table in loaded.items()} == {"nations": 25, "regions": 5}
+    stored = {
+        r.table_name: json.loads(r.payload)
+        for r in spark.sql("SELECT table_name, payload FROM vws_stats.table_statistics").collect()
+    }
+    assert stored["vws.nations"]["columns"]["nation_key"]["ndv"] == {"value": 25.0, "precision": "exact"}
+    assert stored["vws.regions"]["row_count"]["value"] == 5
 
 
 def _costs_nothing(root, view):
