@@ -43,7 +43,7 @@ from typing import Any
 from dbt.adapters.hiveopt.processes import (
     Daemon,
     Progress,
-    free_port,
+    free_ports,
     listening,
     make_ignored_folder,
     spark_home,
@@ -52,6 +52,8 @@ from dbt.adapters.hiveopt.processes import (
 )
 
 HOST = "127.0.0.1"
+# The ports a cluster listens on, chosen free where a spec gives 0 (ClusterSpec.with_ports).
+PORT_NAMES = ("master_port", "ui_port", "thrift_port", "connect_port")
 THRIFT_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
 STATE_FILE = "cluster.json"
@@ -80,11 +82,11 @@ class ClusterSpec:
     confs: dict[str, str] = field(default_factory=dict)
 
     def with_ports(self) -> ClusterSpec:
-        """The same spec with every 0 port replaced by a free one."""
-        chosen = {
-            name: getattr(self, name) or free_port()
-            for name in ("master_port", "ui_port", "thrift_port", "connect_port")
-        }
+        """The same spec with every 0 port replaced by a free one: distinct, and none of the
+        ports given."""
+        unset = [name for name in PORT_NAMES if not getattr(self, name)]
+        given = [getattr(self, name) for name in PORT_NAMES if getattr(self, name)]
+        chosen = dict(zip(unset, free_ports(len(unset), taken=given)))
         return ClusterSpec(**{**asdict(self), **chosen})
 
     @property
@@ -222,7 +224,10 @@ def up(spec: ClusterSpec, progress: Progress = print) -> Cluster:
     if existing and any(d.alive() for d in existing.daemons):
         raise RuntimeError(f"a cluster already runs from {spec.state_dir}: `hiveopt cluster down` first")
     spec = spec.with_ports()
-    for name in ("master_port", "ui_port", "thrift_port", "connect_port"):
+    ports = [getattr(spec, name) for name in PORT_NAMES]
+    if len(set(ports)) < len(ports):
+        raise RuntimeError(f"the master, web UI, Thrift and Connect ports must differ: {ports}")
+    for name in PORT_NAMES:
         if listening(getattr(spec, name)):
             raise RuntimeError(f"port {getattr(spec, name)} ({name}) is taken: choose another")
     # The state folder may sit in a project's folder.

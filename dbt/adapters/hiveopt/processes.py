@@ -11,12 +11,13 @@ False
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 Progress = Callable[[str], None]
@@ -45,9 +46,30 @@ def spark_home() -> str:
 
 def free_port() -> int:
     """A TCP port nothing listens on at the moment, on loopback."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(count: int, taken: Iterable[int] = ()) -> list[int]:
+    """`count` distinct TCP ports nothing listens on at the moment, on loopback, none of `taken`.
+    Every socket stays bound until all are chosen: ports asked for one at a time, each socket
+    closed at once, can come back the same (a test cluster got its master's web UI and Spark
+    Connect on one port, and its SQL server stopped at start).
+
+    >>> ports = free_ports(20)
+    >>> len(set(ports)) == 20
+    True
+    >>> free_ports(3, taken=ports[:5])[0] in ports[:5]
+    False
+    """
+    with contextlib.ExitStack() as bound:
+        chosen: list[int] = []
+        while len(chosen) < count:
+            sock = bound.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+            if port not in taken:  # bound either way: not handed out again
+                chosen.append(port)
+        return chosen
 
 
 def listening(port: int, host: str = "127.0.0.1") -> bool:
