@@ -61,13 +61,14 @@ def free_ports(count: int, taken: Iterable[int] = ()) -> list[int]:
     >>> free_ports(3, taken=ports[:5])[0] in ports[:5]
     False
     """
+    excluded = set(taken)
     with contextlib.ExitStack() as bound:
         chosen: list[int] = []
         while len(chosen) < count:
             sock = bound.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
             sock.bind(("127.0.0.1", 0))
             port = sock.getsockname()[1]
-            if port not in taken:  # bound either way: not handed out again
+            if port not in excluded:  # bound either way: not handed out again
                 chosen.append(port)
         return chosen
 
