@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 
 from dbt.adapters.hiveopt.local_cluster import SERVER_START_TIMEOUT_SECONDS, ClusterSpec, daemon_env, sql_server_command
-from dbt.adapters.hiveopt.processes import Daemon, Progress, free_ports, listening, start_daemon, wait_until
+from dbt.adapters.hiveopt.processes import Daemon, Progress, listening, start_daemon, wait_until
 
 
 @dataclass
@@ -35,8 +35,8 @@ def start(
     home: str, port: int | None = None, cores: int = 2, memory: str = "2g", progress: Progress = lambda line: None
 ) -> ThriftServer:
     os.makedirs(home, exist_ok=True)
-    thrift_port, connect_port = (port, free_ports(1, taken=[port])[0]) if port else free_ports(2)
-    spec = ClusterSpec(home, thrift_port=thrift_port, connect_port=connect_port, driver_memory=memory)
+    # The spec chooses its free ports together (a master's it leaves unused here: local mode).
+    spec = ClusterSpec(home, thrift_port=port or 0, driver_memory=memory).with_ports()
     daemon = start_daemon("sql-server", sql_server_command(spec, f"local[{cores}]", home),
                           os.path.join(home, "thriftserver.log"), home, home, daemon_env(spec))  # fmt: skip
     server = ThriftServer(home, spec.thrift_port, spec.connect_port, daemon)
