@@ -213,11 +213,16 @@ def test_mart_over_views_is_reordered_and_hinted(spark, views_project):
     assert mart["statistics_gathering"]["vws.nations"]["state"] == "current"
     assert not [name for name in stored if name.startswith("vws.stg_")]
     # The views this build made and the seeds under them, read from the catalog in one statement
-    # (dbt's graph says what is under a view before the catalog does).
+    # (dbt's graph says what is under a view before the catalog does). The seeds' first load keeps
+    # no size in the catalog (as dbt-spark's session): whoever counts a seed's rows first (this
+    # mart, or the save behind the seeds) measures it once; a load from the same file never again.
     (mart_statements,) = [s for node, s in events.by_node.items() if node.endswith(".asia_revenue")]
     catalog = [s for s in mart_statements if re.search(r"\b(describe|show table)\b", s, re.I) and "vws" in s]
     sent = [c.split("*/")[-1].strip() for c in catalog]  # dbt's query comment aside
-    assert len(sent) == 1 and "'nations|regions|stg_customers|stg_nations|stg_orders|stg_regions'" in sent[0], sent
+    views = [s for s in sent if "stg_" in s]
+    assert len(views) == 1 and "'nations|regions|stg_customers|stg_nations|stg_orders|stg_regions'" in views[0], sent
+    seeds_measured = [s for s in sent if s not in views]
+    assert all(re.search(r"\bvws\.?(nations|regions)|'nations\|regions'", s) for s in seeds_measured), sent
     # The run's read-ahead described the sources once its on-run-start hooks had created them.
     created = next(
         i for i, (_, sql) in enumerate(events.order) if f"create table if not exists {SOURCE_DB}.orders" in sql
@@ -490,6 +495,36 @@ def test_a_remembered_join_over_a_seed_reads_no_catalog_when_the_seed_loads_agai
     looked = [s for s in statements if re.search(r"\b(describe|show table)\b", s, re.I) and "nations" in s]
     assert not looked, statements
     assert spark.sql("SELECT COUNT(*) FROM vws.customer_nations").collect()[0][0] == 6000
+
+
+def test_a_seed_loaded_again_is_not_measured(spark, views_project):
+    """The session keeps no table size on INSERT, as dbt-spark's does not: a seed's load writes no
+    statistics to the metastore. Its statistics were counted from its file (its size measured
+    once); every `dbt build` loads it again from that file, and a new mart reading it through a
+    view finds them current with no `ANALYZE ... NOSCAN` for its size."""
+    root = views_project
+    assert dbt(root, "build").success  # the seeds' first load: counted, and their size measured
+    _write(
+        root,
+        {
+            "models/marts/nation_customers.sql": """
+                select n.nation_name, count(*) as customers
+                from {{ ref('stg_customers') }} c
+                join {{ ref('stg_nations') }} n on n.nation_key = c.nation_key
+                group by n.nation_name
+                """
+        },
+    )
+    events = Statements()
+    assert dbt(root, "build", events=events).success
+    mart = record(root, "nation_customers")
+    assert mart["statistics_gathering"]["vws.nations"]["state"] == "current", mart["statistics_gathering"]
+    assert mart["statistics_used"]["vws.stg_nations"]["rows"] == 25
+    analyzed = [sql for _, sql in events.order if re.search(r"\banalyze table\b", sql, re.I)]
+    assert not [sql for sql in analyzed if re.search(r"\b(nations|regions)\b", sql)], analyzed
+    for seed in ("nations", "regions"):
+        described = spark.sql(f"DESCRIBE TABLE EXTENDED vws.{seed}").collect()
+        assert not [r for r in described if r[0] == "Statistics"], described
 
 
 def test_spark_honours_a_broadcast_hint_on_a_view_alias(spark):

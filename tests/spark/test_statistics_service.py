@@ -498,6 +498,47 @@ def test_a_seed_loaded_again_is_not_described_where_nothing_read_the_store_first
     assert invocation() == []
 
 
+def test_a_seed_loaded_again_from_the_same_file_needs_no_size_in_the_catalog(spark):
+    """The session keeps no size on INSERT (as dbt-spark's: keeping it wrote the metastore on every
+    seed's and incremental model's INSERT). Statistics counted from a seed's file measured its size
+    once (`ANALYZE ... NOSCAN`); the seed loaded again from that file takes the size they have, with
+    no ANALYZE, and they are current for it. An invocation that did not load it (a `dbt run`)
+    measures its size, and they still hold: the same rows were written again."""
+    spark.sql("CREATE DATABASE IF NOT EXISTS st")
+    spark.sql("DROP DATABASE IF EXISTS hiveopt_test_nosize CASCADE")
+    rows = [(i, i % 3) for i in range(20)]
+
+    def load():
+        spark.sql("DROP TABLE IF EXISTS st.seed_nosize")
+        spark.sql("CREATE TABLE st.seed_nosize (id BIGINT, g BIGINT) USING parquet")
+        spark.sql("INSERT INTO st.seed_nosize VALUES " + ", ".join(f"({i}, {g})" for i, g in rows))
+        described = spark.sql("DESCRIBE TABLE EXTENDED st.seed_nosize").collect()
+        assert not [r for r in described if r[0] == "Statistics"], described  # no size kept
+
+    def invocation(loaded):
+        statements, execute = recording(spark)
+        s = StatisticsService(execute, stats_schema="hiveopt_test_nosize", defer_saves=True)
+        s.seed_files = {"st.seed_nosize": "sha-1"}
+        s.load()
+        if loaded:
+            s.hold_rows("st.seed_nosize", rows, "sha-1")
+        stats, state = s.current("st.seed_nosize")
+        s.flush()
+        analyzed = [sql for sql in statements if sql.startswith("ANALYZE TABLE st.seed_nosize")]
+        return stats, state, analyzed
+
+    load()
+    first, state, analyzed = invocation(loaded=True)
+    assert state == "current" and len(analyzed) == 1 and first.row_count.is_exact  # counted, measured once
+    time.sleep(1.1)  # the catalog's creation time counts seconds
+    load()
+    again, state, analyzed = invocation(loaded=True)
+    assert state == "current" and analyzed == [], analyzed
+    assert again.size_bytes.value == first.size_bytes.value and again.columns["g"].ndv.value == 3
+    run, state, analyzed = invocation(loaded=False)  # not loaded by this invocation: measured
+    assert state == "current" and len(analyzed) == 1 and run.size_bytes.value == first.size_bytes.value
+
+
 def test_a_seeds_rows_are_counted_when_first_read_or_when_saved(spark):
     """A seed's loaded rows are held with no statement of their own; counted, with the table's
     fingerprint as it is now, when something first reads the statistics, or when they are saved

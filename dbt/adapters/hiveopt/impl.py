@@ -61,6 +61,7 @@ from dbt.adapters.hiveopt.optimizer.single_relation import reads_one_relation
 from dbt.adapters.hiveopt.project_graph import (
     own_table,
     read_by_models,
+    relation_name,
     seed_file,
     tables_read,
     with_tables_named_in_code,
@@ -500,21 +501,26 @@ class HiveoptAdapter(SparkAdapter):
         self._first_node.set()
         if model and model.get("unique_id"):
             self.records.build_starts(model["unique_id"])
-            self._keep_sizes_while_loading(model["unique_id"], self._project_graph(graph))
+            self._keep_sizes_while_loading(model, self._project_graph(graph))
         return ""
 
-    def _keep_sizes_while_loading(self, unique_id: str, graph: dict[str, Any] | None) -> None:
+    def _keep_sizes_while_loading(self, model: dict[str, Any], graph: dict[str, Any] | None) -> None:
         """On Thrift and Connect each connection is a Spark session of its own, with Spark's default:
-        a seed's INSERT drops the table's size from the catalog, and the fingerprint of the seed's
-        statistics then cost a DESCRIBE, an ANALYZE ... NOSCAN and a DESCRIBE again (0.3-1.9 s in
-        the first mart that read the example project's two seeds over Thrift). The seed's own
-        connection keeps the size while it loads (`SET`: 5 ms over Thrift idle, 50-110 ms as the
-        connection's first statement beside three building threads), as the embedded session does
-        for every statement (connections.SIZES_KEPT_ON_INSERT); `RESET` after it."""
+        a seed's INSERT keeps no size in the catalog, and the fingerprint of statistics counted
+        from a new seed file then cost a DESCRIBE, an ANALYZE ... NOSCAN and a DESCRIBE again
+        (0.3-1.9 s in the first mart that read the example project's two seeds over Thrift). Such
+        a seed's own connection keeps the size while it loads (`SET`: 5 ms over Thrift idle,
+        50-110 ms as the connection's first statement beside three building threads); `RESET`
+        after it. A seed loaded again from the file its stored statistics were counted from needs
+        no size (`StatisticsService._with_reloaded_size`), and the embedded session, shared by
+        every thread, never sets it (connections.SIZES_KEPT_ON_INSERT)."""
         method = self.config.credentials.method
         if method not in (SparkConnectionMethod.THRIFT, HiveoptConnectionMethod.CONNECT):
             return
+        unique_id, name = model["unique_id"], relation_name(model)
         try:
+            if name and self._inputs is not None and self._inputs.statistics.counted_from(name, seed_file(model)):
+                return
             if not OptimizerConfig.from_dicts(self._optimizer_block(session=False)).enabled:
                 return
             settings = self._stats_settings()

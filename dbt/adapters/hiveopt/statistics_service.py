@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlglot import exp
@@ -160,6 +160,7 @@ class StatisticsService(StatisticsStore):
     def describe(self, name: str, refresh: bool = False) -> TableInfo:
         """Columns and fingerprint of a table, once per run unless refreshed (after a build)."""
         name = name.lower()
+        self._load_for_seeds([name])  # outside the table's lock: it may read the store
         # What this run has read already, without the table's lock: a pass over the table holds it
         # (the first statistics pass, for seconds), and a model that only wants the columns would
         # wait there for the whole pass, where it cannot say it waited (model_inputs._first_pass).
@@ -172,6 +173,8 @@ class StatisticsService(StatisticsStore):
                     return self._infos[name]
             table = exp.to_table(name).sql(DIALECT)
             info = parse_describe(name, self.execute(f"DESCRIBE TABLE EXTENDED {table}"))
+            if not info.is_view and info.size_bytes is None:
+                info = self._with_reloaded_size(info)
             if not info.is_view and info.size_bytes is None:
                 # No size in the catalog: never measured, or dropped by Spark when the table was
                 # written since (an INSERT clears stale catalog statistics). NOSCAN only lists files.
@@ -191,6 +194,7 @@ class StatisticsService(StatisticsStore):
         Returns the relations a SHOW TABLE EXTENDED of their database did not list: the catalog
         does not have them now (nothing about them is cached: a build may create them)."""
         wanted = {n.lower() for n in names}
+        self._load_for_seeds(wanted)
         absent: set[str] = set()
         for db in sorted({name.partition(".")[0] for name in wanted}):
             with self._table_lock(f"{db}.*"):
@@ -243,6 +247,8 @@ class StatisticsService(StatisticsStore):
                 continue
             listed.add(table.lower())
             info = parse_show_extended(f"{db}.{table}", information)
+            if not info.is_view and info.size_bytes is None:
+                info = self._with_reloaded_size(info)
             if info.is_view or info.size_bytes is not None:
                 with self._lock:
                     self._infos.setdefault(info.name, info)
@@ -364,15 +370,32 @@ class StatisticsService(StatisticsStore):
         self.forget(name)  # the table was just created again
 
     def _settle(self, name: str) -> None:
-        """Count a seed's held rows now (under the table's lock: one thread counts them)."""
+        """Count a seed's held rows now (under the table's lock: one thread counts them); a seed
+        loaded again from the file its stored statistics were counted from is not counted again."""
+        name = name.lower()
         with self._lock:
-            if name.lower() not in self._held:
+            if name not in self._held:
                 return
+        self.load()  # `_drop_if_same_file` compares with the store's rows
         with self._table_lock(name):
+            if self._drop_if_same_file(name):
+                return
             with self._lock:
-                held = self._held.pop(name.lower(), None)
+                held = self._held.pop(name, None)
             if held is not None:
                 self.record_rows(name, *held)
+
+    def _drop_if_same_file(self, name: str) -> bool:
+        """Drop a held seed's rows uncounted when it was loaded from the file its stored statistics
+        were counted from (`_same_file`): those statistics hold for it (`reloaded_size`,
+        `_with_reloaded_size`). Whether it did."""
+        stored = self._same_file(name)
+        if stored is None:
+            return False
+        with self._lock:
+            self._held.pop(name, None)
+            self._reloaded[name] = stored
+        return True
 
     def settle_held(self) -> None:
         """Count every seed's held rows, their tables described together. A seed that cannot be
@@ -386,13 +409,7 @@ class StatisticsService(StatisticsStore):
             # ahead for). Unread, every build described its reloaded seeds (0.26 s beside the
             # staging views) only to find, once the save read the store, nothing to write.
             self.load()
-        found = {name: self._same_file(name) for name in names}
-        unchanged = {name: stored for name, stored in found.items() if stored is not None}
-        with self._lock:
-            for name, stored in unchanged.items():
-                self._held.pop(name, None)
-                self._reloaded[name] = stored  # reloaded_size still answers after the save
-        names = [name for name in names if name not in unchanged]
+        names = [name for name in names if not self._drop_if_same_file(name)]
         if names:
             self.describe_many(names)
             for name in names:
@@ -415,6 +432,46 @@ class StatisticsService(StatisticsStore):
         seed_file = held[1]
         stored = self._stored(name) if seed_file else None
         return stored if stored is not None and counted_from_file(stored.fingerprint, seed_file) else None
+
+    def _load_for_seeds(self, names: Iterable[str]) -> None:
+        """Read the store first when one of `names` is a seed this invocation loaded (its rows held,
+        or found loaded again from the same file): whether the catalog's size is needed for it
+        depends on the statistics stored for it (`_with_reloaded_size`). Call outside table locks."""
+        with self._lock:
+            seeds = any(name in self._held or name in self._reloaded for name in names)
+        if seeds:
+            self.load()
+
+    def _with_reloaded_size(self, info: TableInfo) -> TableInfo:
+        """A seed the catalog gives no size for, loaded again by this invocation from the file its
+        stored statistics were counted from, with the size those statistics have (the same rows,
+        written again by the same statements), instead of an `ANALYZE ... NOSCAN`: Spark's INSERT
+        keeps no size in the catalog (as dbt-spark's session runs it: keeping it cost every seed's
+        load 0.08 s alone and 0.3 s beside a build, the metastore written on each INSERT). Any
+        other table is returned as it is. The statistics then describe the table (`describes`:
+        the same size and file), and nothing is measured for them.
+
+        >>> s = StatisticsService(lambda sql: [])
+        >>> s._with_reloaded_size(TableInfo("a.n", {}, "MANAGED", created="Tue")).size_bytes is None
+        True
+        """
+        stored = self._same_file(info.name) if self._store_loaded else None
+        if stored is None or stored.size_bytes.is_absent:
+            return info
+        return replace(info, size_bytes=int(stored.size_bytes.value))
+
+    def counted_from(self, name: str, seed_file: str | None) -> bool:
+        """Whether the statistics stored for a seed were counted from the file whose checksum is
+        `seed_file` (then loading it again needs no size in the catalog), as far as the store is
+        read: a store not read yet answers False, with no read here (a seed's load does not wait).
+
+        >>> StatisticsService(lambda sql: []).counted_from("a.n", "ab")
+        False
+        """
+        if not seed_file or not self._store_loaded:
+            return False
+        stored = self._stored(name.lower())
+        return stored is not None and counted_from_file(stored.fingerprint, seed_file)
 
     def reloaded_size(self, name: str) -> float | None:
         """The size on disk of a seed this invocation loaded again from the file its stored
