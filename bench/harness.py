@@ -69,14 +69,16 @@ def prepare(scale: str):
 
 
 def session_for(target: str) -> None:
-    """The shared session's settings as each side runs by itself: hiveopt's embedded session keeps
-    a table's size through an INSERT (connections.session_configs), plain dbt-spark's session
-    has Spark's default (off: a seed's INSERT then lists no files and writes no size)."""
-    from dbt.adapters.hiveopt.connections import SIZES_KEPT_ON_INSERT, embedded_session
+    """The shared session's settings as each side runs by itself: whether an INSERT keeps the
+    table's size as hiveopt's embedded session says (connections.session_configs of the version
+    installed), and for plain dbt-spark's session as Spark's default (off: a seed's INSERT then
+    lists no files and writes no size)."""
+    from dbt.adapters.hiveopt.connections import SIZES_KEPT_ON_INSERT, embedded_session, session_configs
 
     session = embedded_session()
     if session is not None:
-        session.conf.set(SIZES_KEPT_ON_INSERT, "false" if target == "spark" else "true")
+        own = session_configs(RESULTS).get(SIZES_KEPT_ON_INSERT, "false")
+        session.conf.set(SIZES_KEPT_ON_INSERT, "false" if target == "spark" else own)
 
 
 def dbt(args: list[str], target_path: str, project_dir: str = EXAMPLE) -> dict[str, float]:
