@@ -5,10 +5,11 @@ connection (session or Thrift) and a plain SparkSession in tests.
 Where statistics live: a Parquet table `<stats schema>.table_statistics` (default schema `hiveopt`) in
 the warehouse next to the tables, one JSON payload per table and collection, keyed by the table's
 name and a fingerprint of its data (creation time and total file size in the catalog, measured
-with Spark's `ANALYZE TABLE ... COMPUTE STATISTICS NOSCAN` when the catalog has none: Spark drops
-it when a table is written). Anyone using the same metastore sees the same statistics; a table
-whose fingerprint changed since collection is stale and gathered again (or, within
-`stats.keep_within_size` of its size then, kept and scaled: kept_statistics.py).
+with Spark's `ANALYZE TABLE ... COMPUTE STATISTICS NOSCAN` when the catalog has none: a table
+created and then loaded by INSERTs, as a seed is, has none). Anyone using the same metastore
+sees the same statistics; a table whose fingerprint changed since collection is stale and
+gathered again (or, within `stats.keep_within_size` of its size then, kept and scaled:
+kept_statistics.py).
 
 What one pass over a table is (its query, its row turned into TableStats): statistics_gathering.py.
 What the catalog says of a table: table_info.py.
@@ -176,8 +177,8 @@ class StatisticsService(StatisticsStore):
             if not info.is_view and info.size_bytes is None:
                 info = self._with_reloaded_size(info)
             if not info.is_view and info.size_bytes is None:
-                # No size in the catalog: never measured, or dropped by Spark when the table was
-                # written since (an INSERT clears stale catalog statistics). NOSCAN only lists files.
+                # No size in the catalog: never measured (a table created, then loaded by INSERTs,
+                # as a seed is, has none). NOSCAN only lists files.
                 self.execute(f"ANALYZE TABLE {table} COMPUTE STATISTICS NOSCAN")
                 info = parse_describe(name, self.execute(f"DESCRIBE TABLE EXTENDED {table}"))
             with self._lock:
