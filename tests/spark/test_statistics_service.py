@@ -26,6 +26,13 @@ def recording(spark):
     return statements, execute
 
 
+def load_seedlike(spark, name, rows):
+    """A table loaded as dbt loads a seed: dropped, created, then INSERT ... VALUES."""
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    spark.sql(f"CREATE TABLE {name} (id BIGINT, g BIGINT) USING parquet")
+    spark.sql(f"INSERT INTO {name} VALUES " + ", ".join(f"({i}, {g})" for i, g in rows))
+
+
 @pytest.fixture(scope="module")
 def stats_table(spark):
     spark.sql("CREATE DATABASE IF NOT EXISTS st")
@@ -419,9 +426,7 @@ def test_a_seed_loaded_again_with_the_same_rows_is_not_saved_again(spark):
     spark.sql("DROP DATABASE IF EXISTS hiveopt_test_resave CASCADE")
 
     def load(rows):
-        spark.sql("DROP TABLE IF EXISTS st.seedlike")
-        spark.sql("CREATE TABLE st.seedlike (id BIGINT, g BIGINT) USING parquet")
-        spark.sql("INSERT INTO st.seedlike VALUES " + ", ".join(f"({i}, {g})" for i, g in rows))
+        load_seedlike(spark, "st.seedlike", rows)
 
     def invocation(rows, seed_file):
         sent = []
@@ -484,9 +489,7 @@ def test_a_seed_loaded_again_is_not_described_where_nothing_read_the_store_first
     rows = [(i, i % 3) for i in range(20)]
 
     def invocation():
-        spark.sql("DROP TABLE IF EXISTS st.seed_unread")
-        spark.sql("CREATE TABLE st.seed_unread (id BIGINT, g BIGINT) USING parquet")
-        spark.sql("INSERT INTO st.seed_unread VALUES " + ", ".join(f"({i}, {g})" for i, g in rows))
+        load_seedlike(spark, "st.seed_unread", rows)
         statements, execute = recording(spark)
         s = StatisticsService(execute, stats_schema="hiveopt_test_unread", defer_saves=True)
         s.hold_rows("st.seed_unread", rows, "sha-1")
@@ -509,9 +512,7 @@ def test_a_seed_loaded_again_from_the_same_file_needs_no_size_in_the_catalog(spa
     rows = [(i, i % 3) for i in range(20)]
 
     def load():
-        spark.sql("DROP TABLE IF EXISTS st.seed_nosize")
-        spark.sql("CREATE TABLE st.seed_nosize (id BIGINT, g BIGINT) USING parquet")
-        spark.sql("INSERT INTO st.seed_nosize VALUES " + ", ".join(f"({i}, {g})" for i, g in rows))
+        load_seedlike(spark, "st.seed_nosize", rows)
         described = spark.sql("DESCRIBE TABLE EXTENDED st.seed_nosize").collect()
         assert not [r for r in described if r[0] == "Statistics"], described  # no size kept
 
