@@ -1453,7 +1453,14 @@ class QueryGenerator:
         return sql
 
     def shape_nondeterministic(self) -> str:
-        variant = self.pick(["derived", "cte", "where"])
+        variant = self.pick(["derived", "cte", "where", "small_side"])
+        if variant == "small_side":
+            # A sampled small side of a join to the partitioned table: partition pruning must not
+            # fetch its keys in a query of their own (another draw than the join's).
+            return (
+                "SELECT f.p AS p, SUM(f.v) AS total FROM fuzz.part_f f JOIN (SELECT p, region FROM fuzz.dim_p "
+                f"WHERE rand() < {self.rng.randint(1, 9) / 10}) d ON f.p = d.p WHERE d.region IS NOT NULL GROUP BY f.p"
+            )
         if variant == "derived":
             return (
                 "SELECT d.name AS name, SUM(f.v) AS total FROM (SELECT k, v FROM fuzz.fact WHERE rand() < 0.5) f "

@@ -12,7 +12,9 @@ Outcomes: `unchanged` (ran the original only, or nothing), `same`, `mismatch` (n
 rows differ), `optimized_error` (the optimized SQL fails where the original ran),
 `original_error` (the original fails: a generator bug), `optimizer_raised` (an exception escaped
 the optimizer or its pre-pass: the adapter would fail the dbt run), `nondeterministic_duplicated`
-(a query with rand() whose optimized SQL calls it more often), `optimized_timeout` (the
+(a query with rand() whose optimized SQL calls it more often), `nondeterministic_fetched` (a
+pre-pass fetch that read rand() or an unseeded TABLESAMPLE: its keys are another draw than the
+query's), `optimized_timeout` (the
 optimized query ran past QUERY_TIMEOUT_SECONDS where the original did not: a model that would
 not finish, reported as a failure), `original_timeout`, `skipped` (a non-deterministic query, not
 compared), `inputs_rejected` (OptimizerConfig.from_dicts refused the drawn profile: its own
@@ -49,6 +51,7 @@ from dbt.adapters.hiveopt.optimizer import (
     prepare_query,
 )
 from dbt.adapters.hiveopt.optimizer.context import FetchedValues
+from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES, value_fetches
 from dbt.adapters.hiveopt.optimizer.prepare import parse_query
 from dbt.adapters.hiveopt.optimizer.statistics import StatisticsError
@@ -66,7 +69,14 @@ BIG_RESULT_ROWS = 60_000
 QUERY_TIMEOUT_SECONDS = 120.0
 # The share of cases whose output expressions lose some of their aliases (Spark names them).
 UNALIASED_SHARE = 0.2
-FAILURES = ("mismatch", "optimized_error", "optimizer_raised", "nondeterministic_duplicated", "optimized_timeout")
+FAILURES = (
+    "mismatch",
+    "optimized_error",
+    "optimizer_raised",
+    "nondeterministic_duplicated",
+    "nondeterministic_fetched",
+    "optimized_timeout",
+)
 
 
 @dataclass
@@ -128,6 +138,7 @@ class Outcome:
     both_ran: bool = False
     rows: int = 0
     fetched: dict[str, Any] = field(default_factory=dict)
+    fetch_sql: list[str] = field(default_factory=list)  # the pre-pass's value queries, as run
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -284,6 +295,7 @@ class Runner:
                 prepared.expression, self.schema, statistics, config, case.materialization, self.partitioning
             )
             for fetch in fetches:
+                outcome.fetch_sql.append(fetch.values_query.sql(DIALECT))
                 if case.fetch_mode == "fail":
 
                     def run(_sql):
@@ -364,6 +376,10 @@ class Runner:
                 outcome.error = (
                     f"rand() called {calls(sql)} times in the original, {calls(result.sql)} in the optimized SQL"
                 )
+            drawn = [f for f in outcome.fetch_sql if calls(f) or re.search(r"\btablesample\b", f, flags=re.I)]
+            if drawn:
+                outcome.kind = "nondeterministic_fetched"
+                outcome.error = f"the pre-pass fetched keys from a non-deterministic small side: {drawn[0]}"
             return outcome
         if not result.changed and not self.run_unchanged:
             return outcome
@@ -464,6 +480,7 @@ class Summary:
             f"optimized-only Spark errors: {self.kinds['optimized_error']}",
             f"optimizer exceptions (would fail the dbt run): {self.kinds['optimizer_raised']}",
             f"rand() duplicated: {self.kinds['nondeterministic_duplicated']}",
+            f"keys fetched from a non-deterministic side: {self.kinds['nondeterministic_fetched']}",
             f"optimized-only timeouts ({QUERY_TIMEOUT_SECONDS:.0f} s): {self.kinds['optimized_timeout']}",
             f"original errors (generator bugs): {self.kinds['original_error']} (and "
             f"{self.kinds['original_timeout']} timeouts)",

@@ -9,7 +9,8 @@ set's optional "partitioning" gives partition columns, its optional "config" set
 case of the set); `# config: {...}` (JSON) sets optimizer settings; `# execute: false` keeps a case
 off Spark; `# materialization: view` builds a view; `# values: JSON` is what the adapter's pre-pass
 fetched for every small side the query has (a list of keys, or {"low": .., "high": ..}, or
-{"error": ".."}; or by small-side alias: {"d": [1, 2], "r": ["x"]}).
+{"error": ".."}; or by small-side alias: {"d": [1, 2], "r": ["x"]}); `# volatile: ["db.v"]` names
+relations to treat as views with a non-deterministic definition (OptimizerContext.volatile_relations).
 """
 
 from __future__ import annotations
@@ -73,9 +74,12 @@ def load_cases(rule: str) -> list[Case]:
     return cases
 
 
-def context_for(case: Case, only_rule: str | None = None, rule_off: str | None = None, **settings) -> OptimizerContext:
+def context_for(
+    case: Case, only_rule: str | None = None, rule_off: str | None = None, volatile=None, **settings
+) -> OptimizerContext:
     """`only_rule`: that rule alone is on (a name no rule has: every rule off). `rule_off`: that rule
-    switched off as a profile's text would say it ("false"), the others as `only_rule` leaves them."""
+    switched off as a profile's text would say it ("false"), the others as `only_rule` leaves them.
+    `volatile`: the relations to treat as non-deterministic views (else the case's `# volatile:`)."""
     sets = load_sets()[case.stats]
     from dbt.adapters.hiveopt.optimizer.pipeline import RULE_NAMES
 
@@ -91,6 +95,7 @@ def context_for(case: Case, only_rule: str | None = None, rule_off: str | None =
         model=case.title,
         materialization=case.meta.get("materialization", "table"),
         partitioning=sets.get("partitioning", {}),
+        volatile_relations=frozenset(volatile if volatile is not None else json.loads(case.meta.get("volatile", "[]"))),
     )
     if "values" in case.meta:
         context.fetched_values = fetched_for(case.sql, context, json.loads(case.meta["values"]))
@@ -105,7 +110,13 @@ def fetched_for(sql: str, context: OptimizerContext, answer) -> dict:
 
     expression = prepare_query(sql, context.schema, context.default_db).expression
     fetches = value_fetches(
-        expression, context.schema, context.statistics, context.config, context.materialization, context.partitioning
+        expression,
+        context.schema,
+        context.statistics,
+        context.config,
+        context.materialization,
+        context.partitioning,
+        context.volatile_relations,
     )
 
     def fetched(answer) -> FetchedValues:

@@ -543,3 +543,103 @@ def test_spark_honours_a_broadcast_hint_on_a_view_alias(spark):
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", previous)
     assert "BroadcastHashJoin" in plan and "BuildRight" in plan
     assert "BroadcastHashJoin" not in plain
+
+
+def sampling_project(root):
+    """A fact partitioned by day, a promotions source, and two staging views over the promotions:
+    all of them, and a 5% sample by rand(). A mart joins the fact to each, for the last 20 days."""
+    _write(
+        root,
+        {
+            "dbt_project.yml": f"""
+                name: views
+                version: "1.0"
+                config-version: 2
+                profile: views
+                on-run-start:
+                  - "create database if not exists {SOURCE_DB}"
+                  - "create table if not exists {SOURCE_DB}.events (event_id bigint, amount double, day int)
+                     using parquet partitioned by (day)"
+                  - "insert overwrite {SOURCE_DB}.events select id, cast(id % 97 as double), cast(id % 200 as int)
+                     from range(40000)"
+                  - "create table if not exists {SOURCE_DB}.promos using parquet as select cast(id % 200 as int)
+                     as day, concat('promo ', cast(id as string)) as promo from range(20000)"
+                models:
+                  views:
+                    staging:
+                      +materialized: view
+                    marts:
+                      +materialized: table
+                      # A fact of 40,000 rows standing for a big one: pruned from any size, and
+                      # the promotions too big to broadcast.
+                      +hiveopt: {{prune_min_big_bytes: 0, broadcast_threshold_bytes: 16384}}
+                """,
+            "models/staging/sources.yml": f"""
+                version: 2
+                sources:
+                  - name: shop
+                    schema: {SOURCE_DB}
+                    tables: [{{name: events}}, {{name: promos}}]
+                """,
+            "models/staging/stg_promos.sql": "select day, promo from {{ source('shop', 'promos') }}\n",
+            "models/staging/stg_sampled_promos.sql": (
+                "select day, promo from {{ source('shop', 'promos') }} where rand() < 0.05\n"
+            ),
+            "models/marts/recent_promo_revenue.sql": """
+                select p.promo, sum(e.amount) as revenue
+                from {{ source('shop', 'events') }} e
+                join {{ ref('stg_promos') }} p on e.day = p.day
+                where p.day >= 180
+                group by p.promo
+                """,
+            "models/marts/sampled_promo_revenue.sql": """
+                select p.promo, sum(e.amount) as revenue
+                from {{ source('shop', 'events') }} e
+                join {{ ref('stg_sampled_promos') }} p on e.day = p.day
+                where p.day >= 180
+                group by p.promo
+                """,
+        },
+    )
+
+
+def test_a_view_that_samples_with_rand_is_never_read_apart(spark, tmp_path):
+    """Spark expands a view where it is read: a view with rand() in its definition draws other rows
+    at each reference. Partition pruning fetches a small side's keys in a query of their own, and
+    before this guard it fetched them from such a view too: the IN-list then came from another
+    draw than the join's (on local Spark, a 10% sample kept 19-25 groups as written and 1-3 behind
+    the IN-list). Now the rules that read a relation apart, or a different number of times, skip
+    a view whose definition is not deterministic and say so; over the same view without rand()
+    the pruning fires, and its rows are the query's as written."""
+    for db in (SOURCE_DB, "vws", "vws_stats"):
+        spark.sql(f"DROP DATABASE IF EXISTS {db} CASCADE")
+    sampling_project(tmp_path)
+    profiles(tmp_path, "vws")
+    events = Statements()
+    # As in a cluster whose promotions are too big to broadcast: the join stays sort-merge, and
+    # Spark's dynamic partition pruning (which needs a broadcast) does not prune the fact.
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(16 * 1024))
+    try:
+        result = dbt(tmp_path, "run", events=events)
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    assert result.success, [(r.node.name, r.status, r.message) for r in result.result.results]
+
+    recent = record(tmp_path, "recent_promo_revenue")
+    assert "prune_partitions_from_small_side" in recent["fired_rules"], recent["rules"]
+    assert re.search(r"e\.day IN \(180, 181, .*199\)", recent["optimized_sql"]), recent["optimized_sql"]
+    ours = Counter(tuple(r) for r in spark.sql("SELECT * FROM vws.recent_promo_revenue").collect())
+    written = Counter(tuple(r) for r in spark.sql(recent["original_sql"]).collect())
+    assert ours == written and len(ours) == 2000
+
+    sampled = record(tmp_path, "sampled_promo_revenue")
+    assert "prune_partitions_from_small_side" not in sampled["fired_rules"]
+    reasons = [
+        d["reason"] for r in sampled["rules"] if r["rule"] == "prune_partitions_from_small_side" for d in r["decisions"]
+    ]
+    assert any("the small side is not deterministic" in reason for reason in reasons), reasons
+    # Its keys were never fetched (the other mart's were).
+    fetched = events.matching("fetched small-side keys")
+    assert [m for m in fetched if "recent_promo_revenue" in m], events.messages
+    assert [m for m in fetched if "sampled_promo_revenue" in m] == [], fetched
+    assert sampled["statistics_gathering"]["vws.stg_sampled_promos"]["state"].startswith("view: estimated")

@@ -48,6 +48,7 @@ def test_optimized_sql_never_fails_where_the_original_ran(summary):
 def test_the_optimizer_never_raises(summary):
     assert summary.kinds["optimizer_raised"] == 0, _repros(summary, ("optimizer_raised",))
     assert summary.kinds["nondeterministic_duplicated"] == 0, _repros(summary, ("nondeterministic_duplicated",))
+    assert summary.kinds["nondeterministic_fetched"] == 0, _repros(summary, ("nondeterministic_fetched",))
 
 
 def test_the_slice_exercises_every_rewriting_rule(summary):

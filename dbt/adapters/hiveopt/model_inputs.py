@@ -13,6 +13,7 @@ fresh estimates.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -39,12 +40,21 @@ from dbt.adapters.hiveopt.optimizer import (
 from dbt.adapters.hiveopt.optimizer.context import FetchedValues, ValueFetch
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.prepare import PreparedQuery
+from dbt.adapters.hiveopt.optimizer.syntax import deterministic, mark_volatile
 from dbt.adapters.hiveopt.optimizer.view_statistics import base_columns, view_statistics
 from dbt.adapters.hiveopt.project_graph import read_unbuilt, seed_files, sources_read, words_downstream
 from dbt.adapters.hiveopt.statistics_service import StatisticsService
 from dbt.adapters.hiveopt.statistics_store import first_line
 
 RunBounded = Callable[[str, float], list[tuple[Any, ...]]]
+
+
+@functools.lru_cache(maxsize=256)
+def _text_deterministic(view_text: str) -> bool:
+    """syntax.deterministic of a view's text (parsed once per text and process)."""
+    return deterministic(parse_query(view_text))
+
+
 # Views over views over ...: deeper than this, the view is left without statistics.
 MAX_VIEW_DEPTH = 8
 # The record's entry for the invocation's first statistics pass (InputGatherer._first_pass).
@@ -337,6 +347,8 @@ class InputGatherer:
         keys = key_columns(inputs.prepared.expression)
         used = referenced_columns(inputs.prepared.expression)
         self._describe_bases(views)
+        inputs.context.volatile_relations = frozenset(v.lower() for v in views if not self._view_deterministic(v))
+        mark_volatile(inputs.prepared.expression, inputs.context.volatile_relations)
         for name in tables:
             db, _, table = name.partition(".")
             if table not in schema.get(db, {}):
@@ -437,6 +449,7 @@ class InputGatherer:
                 config,
                 context.materialization,
                 context.partitioning,
+                context.volatile_relations,
             )
             context.fetched_values = {fetch.key: self._fetch(fetch, config, label) for fetch in fetches}
 
@@ -477,6 +490,29 @@ class InputGatherer:
                 if table not in out:
                     out.append(table)
         return out
+
+    def _view_deterministic(self, name: str, depth: int = 0, seen: tuple[str, ...] = ()) -> bool:
+        """Whether the view's definition, and those of the views it reads, gives the same rows at
+        each reference: Spark expands a view where it is read, so one with rand(), uuid() or an
+        unseeded TABLESAMPLE draws other rows each time, and the rules that would read it another
+        number of times, or fetch its keys apart, must not (syntax.mark_volatile). A definition
+        that cannot be read counts as not deterministic: those rules skip, the others do not care."""
+        try:
+            info = self.statistics.describe(name)
+            if not info.view_text or depth >= MAX_VIEW_DEPTH or name in seen:
+                return False
+            if not _text_deterministic(info.view_text):
+                return False
+            default_db = info.view_db or name.split(".", 1)[0]
+            for base in physical_tables(parse_query(info.view_text)):
+                base = base if "." in base else f"{default_db}.{base}"
+                if self.statistics.describe(base).is_view and not self._view_deterministic(
+                    base, depth + 1, seen + (name,)
+                ):
+                    return False
+            return True
+        except Exception:
+            return False
 
     # -- tables and views -----------------------------------------------------------------------
     def _table(

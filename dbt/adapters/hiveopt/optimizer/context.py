@@ -63,6 +63,10 @@ class OptimizerContext:
     partitioning: dict[str, list[str]] = field(default_factory=dict)
     # Small-side key values fetched before the rules, by ValueFetch.key (partition pruning).
     fetched_values: dict[str, FetchedValues] = field(default_factory=dict)
+    # `db.view` (lowercase) of the views the query reads whose definition is not deterministic
+    # (rand(), an unseeded TABLESAMPLE, ...; from the catalog's view text): the rules neither
+    # read them a different number of times nor fetch from them (syntax.mark_volatile).
+    volatile_relations: frozenset[str] = frozenset()
     # Spark's names for the query's output columns (the adapter's DESCRIBE QUERY), asked only
     # when a rule rewrote a query with an output expression without an alias (None: not asked).
     spark_output_names: Callable[[], Sequence[str] | None] | None = None

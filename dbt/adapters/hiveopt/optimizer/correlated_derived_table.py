@@ -33,6 +33,7 @@ from dbt.adapters.hiveopt.optimizer.syntax import (
     fresh_names,
     identity,
     is_inner_join,
+    read_twice_problem,
     remove_item,
     renamed,
     replace_columns,
@@ -108,6 +109,9 @@ def _aggregate(outer: Scope, s_alias: str) -> _Aggregate | Skip:
     ident = identity(s_scope, inner_alias) if inner_alias else None
     if ident is None:
         return Skip("the aggregate reads a derived table, not a table or CTE")
+    problem = read_twice_problem(s_scope, inner_alias)
+    if problem:
+        return Skip(problem)
     same = [a for a in outer.selected_sources if a != s_alias and identity(outer, a) == ident]
     if not same:
         return Skip("", record=False)  # an aggregate of another relation: nothing correlated here

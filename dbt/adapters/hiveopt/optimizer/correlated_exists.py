@@ -58,12 +58,12 @@ from dbt.adapters.hiveopt.optimizer.syntax import (
     block_conjuncts,
     columns_of,
     conjuncts,
-    deterministic,
     fresh_names,
     from_items,
     identity,
     normalized,
     own_aggregate,
+    read_twice_problem,
     renamed,
 )
 
@@ -151,9 +151,9 @@ def _exists_shape(outer: Scope, sub: Scope) -> _Exists | Skip:
     ident = identity(sub, alias)
     if ident is None:
         return Skip("the EXISTS subquery reads a derived table, not a table or CTE")
-    cte = sub.sources.get(alias)
-    if isinstance(cte, Scope) and not deterministic(cte.expression):
-        return Skip(f"the CTE {ident[1]} is non-deterministic: reading it once instead of twice changes results")
+    problem = read_twice_problem(sub, alias)
+    if problem:
+        return Skip(problem)
     keys, differs, local = [], None, []
     inner_where = inner.args.get("where")
     for predicate in conjuncts(inner_where.this if inner_where else None):

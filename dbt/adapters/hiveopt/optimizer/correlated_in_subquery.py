@@ -49,12 +49,12 @@ from dbt.adapters.hiveopt.optimizer.syntax import (
     block_conjuncts,
     columns_of,
     conjuncts,
-    deterministic,
     fresh_names,
     from_items,
     identity,
     local_to,
     normalized,
+    read_twice_problem,
     renamed,
 )
 
@@ -154,9 +154,9 @@ def _kept_keys(outer: Scope, sub: Scope) -> _KeptKeys | Skip:
     ident = identity(sub, alias)
     if ident is None:
         return Skip("the IN subquery aggregates a derived table, not a table or CTE")
-    cte = sub.sources.get(alias)
-    if isinstance(cte, Scope) and not deterministic(cte.expression):
-        return Skip(f"the CTE {ident[1]} is non-deterministic: reading it once instead of twice changes results")
+    problem = read_twice_problem(sub, alias)
+    if problem:
+        return Skip(problem)
     return _KeptKeys(predicate, predicate.this, alias, key.name, having.this, aggregates, ident)
 
 

@@ -41,6 +41,7 @@ from dbt.adapters.hiveopt.optimizer.syntax import (
     nested_join,
     non_inner_join,
     normalized,
+    read_twice_problem,
     renamed,
     renamed_all,
 )
@@ -128,6 +129,9 @@ def _correlated_shape(outer: Scope, sub: Scope) -> _Correlated | Skip:
     idents = {a: identity(sub, a) for a in inner_aliases}
     if not inner_aliases or any(i is None for i in idents.values()):
         return Skip("the aggregate reads a derived table, not a table or CTE")
+    problem = next(filter(None, (read_twice_problem(sub, a) for a in inner_aliases)), None)
+    if problem:
+        return Skip(problem)
     if any(c.table not in inner_aliases for c in projection.find_all(exp.Column)):
         return Skip("the subquery's result reads outer columns")
     split = _correlation_pairs(inner, inner_aliases)

@@ -11,6 +11,7 @@ True
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import traverse_scope
@@ -35,7 +36,7 @@ from dbt.adapters.hiveopt.optimizer.rules.reorder_joins import reorder_joins
 from dbt.adapters.hiveopt.optimizer.rules.rewrite_skew_joins import rewrite_skew_joins, weighs_hot_key_shares
 from dbt.adapters.hiveopt.optimizer.rules.select_join_algorithms import select_join_algorithms
 from dbt.adapters.hiveopt.optimizer.statistics import StatsCatalog
-from dbt.adapters.hiveopt.optimizer.syntax import has_nested_query
+from dbt.adapters.hiveopt.optimizer.syntax import has_nested_query, mark_volatile
 
 # The rules, in order. Each says why it stands where it does. Qualification (resolving every
 # column to its relation) runs before all of them in prepare_query.
@@ -105,8 +106,11 @@ def value_fetches(
     config: OptimizerConfig,
     materialization: str,
     partitioning: dict[str, list[str]],
+    volatile: Iterable[str] = (),
 ) -> list:
-    """What the enabled rules' pre-passes ask the adapter to fetch before optimize() (pure: no I/O)."""
+    """What the enabled rules' pre-passes ask the adapter to fetch before optimize() (pure: no I/O).
+    `volatile`: OptimizerContext.volatile_relations (marked on `expression`)."""
+    mark_volatile(expression, volatile)
     fetches: list = []
     estimator = Estimator(expression, schema, statistics)
     for rule in RULES:
@@ -295,7 +299,7 @@ def optimize(sql: str, context: OptimizerContext, prepared: PreparedQuery | None
     except Exception as error:  # sqlglot internals: never let them fail a dbt run
         return finish(f"cannot prepare the query: {type(error).__name__}: {error}")
 
-    expression = prepared.expression
+    expression = mark_volatile(prepared.expression, context.volatile_relations)
     # One estimator and one cost model per query: every rule asks them for rows and costs.
     estimator = Estimator(expression, context.schema, context.statistics)
     cost_model = CostModel(context.config.broadcast_threshold_bytes, context.config.parallelism)

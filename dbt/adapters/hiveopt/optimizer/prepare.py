@@ -28,7 +28,7 @@ from sqlglot.optimizer.scope import traverse_scope
 
 from dbt.adapters.hiveopt.optimizer.dialect import DIALECT
 from dbt.adapters.hiveopt.optimizer.join_conditions import conditions_into_on
-from dbt.adapters.hiveopt.optimizer.syntax import deterministic
+from dbt.adapters.hiveopt.optimizer.syntax import deterministic_calls
 
 _SAFE_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _ORIGINAL_NAME = "hiveopt_original_name"
@@ -285,7 +285,7 @@ def prepare_query(
             schema=schema,
             dialect=DIALECT,
             db=default_db,
-            expand_alias_refs=deterministic(working),
+            expand_alias_refs=deterministic_calls(working),
             quote_identifiers=False,
             identify=False,
             validate_qualify_columns=True,

@@ -39,7 +39,7 @@ from dbt.adapters.hiveopt.optimizer.fetched_literals import literal_kind
 from dbt.adapters.hiveopt.optimizer.human import human_bytes
 from dbt.adapters.hiveopt.optimizer.prunable_joins import KeySource, relation_node, small_filters, trace, unprunable
 from dbt.adapters.hiveopt.optimizer.relation_estimates import RelationEstimate
-from dbt.adapters.hiveopt.optimizer.small_side_fetch import value_fetch
+from dbt.adapters.hiveopt.optimizer.small_side_fetch import small_side_deterministic, value_fetch
 from dbt.adapters.hiveopt.optimizer.syntax import column_label, conjuncts, equi_pair, nested_join
 
 # The small side must keep at most this fraction of the big key's distinct values (estimated):
@@ -156,6 +156,15 @@ def _candidate(
 ) -> PruneCandidate | Skip:
     big, small = big_key.table, small_key.table
     details: dict[str, Any] = dict(block=label, big=big, key=big_key.name, small=small)
+    small_node = relation_node(scope.expression, small)
+    if small_node is not None and not small_side_deterministic(small_node, query.with_):
+        # Its keys fetched apart would be other rows than the join's (a 10% rand() sample: 19-25
+        # groups as written, 1-3 behind the fetched IN-list).
+        return Skip(
+            "the small side is not deterministic (rand(), an unseeded TABLESAMPLE, or a view with one): "
+            "its keys fetched apart are not the rows the join reads; left to Spark",
+            **details,
+        )
     source = trace(scope, big, big_key.name)
     if isinstance(source, Skip):
         return Skip(f"big side key: {source.reason}", **details)

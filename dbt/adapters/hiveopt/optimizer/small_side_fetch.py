@@ -47,7 +47,7 @@ def value_fetch(
     filters.append(exp.not_(exp.Is(this=key.copy(), expression=exp.null())))
     base = exp.select(exp.alias_(key.copy(), "k")).from_(node).where(exp.and_(*filters))
     keys_query = None
-    if broadcast and _deterministic(node, with_):
+    if broadcast and small_side_deterministic(node, with_):
         keys_query = base.copy()
         keys_query.set(
             "hint", exp.Hint(expressions=[exp.Anonymous(this="BROADCAST", expressions=[exp.to_identifier(small)])])
@@ -66,9 +66,10 @@ def value_fetch(
     return ValueFetch(identity.sql(DIALECT), values, bounds, small, keys_query)
 
 
-def _deterministic(node: exp.Expression, with_: exp.With | None) -> bool:
-    """No non-deterministic function in the small side (nor in the CTE it names): a copy of it in
-    a semi-join filter must return the rows the join reads."""
+def small_side_deterministic(node: exp.Expression, with_: exp.With | None) -> bool:
+    """Nothing non-deterministic in the small side (nor in the CTE it names; syntax.deterministic):
+    its keys fetched in a query of their own, or a copy of it in a semi-join filter, must be the
+    rows the join reads."""
     bodies = [node]
     if with_ is not None and isinstance(node, exp.Table) and not node.db:
         bodies += [cte.this for cte in with_.expressions if cte.alias_or_name == node.name]

@@ -21,12 +21,61 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 NONDETERMINISTIC_FUNCTIONS = {"rand", "random", "randn", "uuid", "shuffle", "monotonically_increasing_id"}
 
 
+# The mark `mark_volatile` puts on a table reference that names a non-deterministic view.
+VOLATILE = "hiveopt_volatile"
+
+
 def deterministic(node: exp.Expression) -> bool:
-    """No non-deterministic function anywhere under `node`: two evaluations give the same rows."""
+    """Two evaluations of `node` give the same rows: no non-deterministic function under it, no
+    TABLESAMPLE by share without REPEATABLE (Spark draws its seed where it parses the text), and no
+    reference to a view whose definition has one of those (`mark_volatile`).
+
+    >>> import sqlglot
+    >>> def det(sql):
+    ...     return deterministic(sqlglot.parse_one(sql, read="spark"))
+    >>> det("SELECT k FROM t WHERE rand() < 0.1"), det("SELECT k FROM t TABLESAMPLE (10 PERCENT)")
+    (False, False)
+    >>> det("SELECT k FROM t TABLESAMPLE (10 PERCENT) REPEATABLE (7)"), det("SELECT k FROM t TABLESAMPLE (5 ROWS)")
+    (True, True)
+    """
+    for found in node.find_all(exp.Table, exp.TableSample):
+        if isinstance(found, exp.Table) and found.meta.get(VOLATILE):
+            return False
+        # By rows a sample is a LIMIT; by share (PERCENT, BUCKET) Spark draws a seed per occurrence.
+        if isinstance(found, exp.TableSample) and found.args.get("seed") is None and found.args.get("size") is None:
+            return False
+    return deterministic_calls(node)
+
+
+def deterministic_calls(node: exp.Expression) -> bool:
+    """No non-deterministic function anywhere under `node`: a copy of an expression under it gives
+    the same value (what alias expansion needs; `deterministic` says more, of whole relations)."""
     return not any(
         f.name.lower() in NONDETERMINISTIC_FUNCTIONS or f.sql_name().lower() in NONDETERMINISTIC_FUNCTIONS
         for f in node.find_all(exp.Func)
     )
+
+
+def mark_volatile(expression: exp.Expression, names: Iterable[str]) -> exp.Expression:
+    """Mark the references to the relations `names` (`db.view`, lowercase) in `expression`: views
+    whose definition is not deterministic (rand(), uuid(), an unseeded TABLESAMPLE, or a view of
+    such a view). Spark expands a view at each reference, so each one draws its own rows: a rule
+    may not read it once where the query reads it twice, twice where it reads it once, nor fetch
+    its keys in a query of their own. `deterministic` then says False for any tree that holds such a
+    reference; copies keep the mark. Returns `expression`, marked in place.
+
+    >>> import sqlglot
+    >>> query = sqlglot.parse_one("SELECT * FROM db.sampled AS s JOIN db.d AS d ON s.k = d.k")
+    >>> query = mark_volatile(query, {"db.sampled"})
+    >>> [deterministic(t) for t in query.copy().find_all(exp.Table)]
+    [False, True]
+    """
+    wanted = {name.lower() for name in names}
+    if wanted:
+        for table in expression.find_all(exp.Table):
+            if table.db and f"{table.db}.{table.name}".lower() in wanted:
+                table.meta[VOLATILE] = True
+    return expression
 
 
 # --- helpers over qualified predicates -------------------------------------------------------
@@ -162,6 +211,33 @@ def identity(scope: Scope, alias: str) -> tuple[str, str] | None:
     if isinstance(node, exp.Table) and isinstance(source, Scope) and source.is_cte:
         return "cte", node.name.lower()
     return None
+
+
+def read_twice_problem(scope: Scope, alias: str) -> str | None:
+    """Why the table or CTE `alias` of `scope` may not be read a number of times other than the
+    query reads it (once where it reads it twice: the correlated merges), else None: it is not
+    deterministic (`deterministic`: rand(), an unseeded TABLESAMPLE, a view marked volatile).
+
+    >>> import sqlglot
+    >>> from sqlglot.optimizer.scope import build_scope
+    >>> sql = "WITH r AS (SELECT k, rand() AS x FROM db.t) SELECT * FROM r JOIN db.u ON r.k = u.k"
+    >>> scope = build_scope(sqlglot.parse_one(sql))
+    >>> read_twice_problem(scope, "r"), read_twice_problem(scope, "u")
+    ('the CTE r is not deterministic: evaluating it once instead of twice changes results', None)
+    """
+    entry = scope.selected_sources.get(alias)
+    if entry is None:
+        return None
+    node, source = entry
+    body = source.expression if isinstance(source, Scope) else source
+    if deterministic(body):
+        return None
+    if isinstance(source, Scope):
+        return f"the CTE {node.name} is not deterministic: evaluating it once instead of twice changes results"
+    return (
+        f"{relation_label(scope, alias)} draws other rows at each reading (a TABLESAMPLE without REPEATABLE, "
+        "or a view whose definition is not deterministic): reading it once instead of twice changes results"
+    )
 
 
 def relation_label(scope: Scope, alias: str) -> str:

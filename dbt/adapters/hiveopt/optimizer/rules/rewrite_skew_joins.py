@@ -23,6 +23,7 @@ from dbt.adapters.hiveopt.optimizer.literals import literal_for, typed_value
 from dbt.adapters.hiveopt.optimizer.syntax import (
     column_label,
     conjuncts,
+    deterministic,
     equi_pair,
     nested_join,
     relation_label,
@@ -137,6 +138,17 @@ def _rewrite_block(
         # Each branch reads both inputs: a derived table or CTE would be computed twice, and one
         # with rand() in it would not even give the same rows twice.
         log.skipped("the first join reads a derived table or CTE: only joins of tables are split", block=label)
+        return
+    volatile = [alias for alias in (left, right) if not deterministic(scope.sources[alias])]
+    if volatile:
+        # Spark parses a TABLESAMPLE, and expands a view, at each reference: each branch would
+        # draw its own rows of it.
+        log.skipped(
+            f"{relation_label(scope, volatile[0])} draws other rows at each reading (a TABLESAMPLE without "
+            "REPEATABLE, or a view whose definition is not deterministic): each branch of a split would "
+            "read other rows",
+            block=label,
+        )
         return
     pairs = [p for p in (equi_pair(c) for c in conjuncts(join.args.get("on"))) if p]
     pairs = [(a, b) if a.table == left else (b, a) for a, b in pairs if {a.table, b.table} == {left, right}]
