@@ -148,6 +148,16 @@ def dbt(root, *args, events=None):
     return run_dbt([*args, "--project-dir", str(root), "--profiles-dir", str(root)], events)
 
 
+def dbt_broadcasting_under(spark, root, threshold, *args, events=None):
+    """dbt with Spark's broadcast line lowered on the session for the invocation (the adapter reads
+    it from the session): as if the tables were big."""
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(threshold))
+    try:
+        return dbt(root, *args, events=events)
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+
+
 def record(root, model):
     with open(root / "target" / "hiveopt" / f"{model}.json") as handle:
         return json.load(handle)
@@ -168,11 +178,7 @@ def test_mart_over_views_is_reordered_and_hinted(spark, views_project):
     views over the sources need the optimizer's estimates after their filters."""
     root = views_project
     events = Statements()
-    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(16 * 1024))
-    try:
-        result = dbt(root, "build", events=events)
-    finally:
-        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    result = dbt_broadcasting_under(spark, root, 16 * 1024, "build", events=events)
     assert result.success, [(r.node.name, r.status, r.message) for r in result.result.results]
 
     mart = record(root, "asia_revenue")
@@ -618,11 +624,7 @@ def test_a_view_that_samples_with_rand_is_never_read_apart(spark, tmp_path):
     events = Statements()
     # As in a cluster whose promotions are too big to broadcast: the join stays sort-merge, and
     # Spark's dynamic partition pruning (which needs a broadcast) does not prune the fact.
-    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", str(16 * 1024))
-    try:
-        result = dbt(tmp_path, "run", events=events)
-    finally:
-        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    result = dbt_broadcasting_under(spark, tmp_path, 16 * 1024, "run", events=events)
     assert result.success, [(r.node.name, r.status, r.message) for r in result.result.results]
 
     recent = record(tmp_path, "recent_promo_revenue")
