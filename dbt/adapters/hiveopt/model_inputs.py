@@ -50,9 +50,11 @@ RunBounded = Callable[[str, float], list[tuple[Any, ...]]]
 
 
 @functools.lru_cache(maxsize=256)
-def _text_deterministic(view_text: str) -> bool:
-    """syntax.deterministic of a view's text (parsed once per text and process)."""
-    return deterministic(parse_query(view_text))
+def _view_reads(view_text: str) -> tuple[tuple[str, ...], bool]:
+    """What a view's text reads (prepare.physical_tables) and whether it is deterministic
+    (syntax.deterministic): parsed once per text and process, for every model that reads it."""
+    parsed = parse_query(view_text)
+    return tuple(physical_tables(parsed)), deterministic(parsed)
 
 
 # Views over views over ...: deeper than this, the view is left without statistics.
@@ -401,7 +403,7 @@ class InputGatherer:
             try:
                 info = self.statistics.describe(view)
                 default_db = info.view_db or view.split(".", 1)[0]
-                bases += [t if "." in t else f"{default_db}.{t}" for t in physical_tables(parse_query(info.view_text))]
+                bases += [t if "." in t else f"{default_db}.{t}" for t in _view_reads(info.view_text)[0]]
             except Exception:
                 continue  # the view's own estimate says why
         self.statistics.describe_many(bases)
@@ -484,7 +486,7 @@ class InputGatherer:
             return []
         default_db = info.view_db or view.split(".", 1)[0]
         out: list[str] = []
-        for base in physical_tables(parse_query(info.view_text)):
+        for base in _view_reads(info.view_text)[0]:
             base = base if "." in base else f"{default_db}.{base}"
             for table in self.tables_under(base, depth + 1) if self.statistics.describe(base).is_view else [base]:
                 if table not in out:
@@ -501,10 +503,11 @@ class InputGatherer:
             info = self.statistics.describe(name)
             if not info.view_text or depth >= MAX_VIEW_DEPTH or name in seen:
                 return False
-            if not _text_deterministic(info.view_text):
+            bases, is_deterministic = _view_reads(info.view_text)
+            if not is_deterministic:
                 return False
             default_db = info.view_db or name.split(".", 1)[0]
-            for base in physical_tables(parse_query(info.view_text)):
+            for base in bases:
                 base = base if "." in base else f"{default_db}.{base}"
                 if self.statistics.describe(base).is_view and not self._view_deterministic(
                     base, depth + 1, seen + (name,)

@@ -29,8 +29,8 @@ class ValueFetch:
     range_query: exp.Select
     small: str  # the small side's alias, for the record
     # The small side's non-NULL keys as a subquery of the block (no DISTINCT, no LIMIT): the
-    # semi-join filter when the values cannot be fetched or listed. None when the small side
-    # reads a non-deterministic expression (a copy would draw other values).
+    # semi-join filter when the values cannot be fetched or listed. None when they are not known
+    # to fit a broadcast (a small side that is not deterministic gets no ValueFetch at all).
     keys_query: exp.Select | None = None
 
 

@@ -115,8 +115,7 @@ def semi_join_filter(candidate: PruneCandidate, why: str) -> PrunePredicate | Sk
         )
     if candidate.fetch.keys_query is None:
         return Skip(
-            f"{why}; the small side's keys are not known to fit a broadcast, or it reads a "
-            "non-deterministic expression: no semi-join filter; left to Spark"
+            f"{why}; the small side's keys are not known to fit a broadcast: no semi-join filter; left to Spark"
         )
     return PrunePredicate(
         exp.In(this=_big_key(candidate), query=exp.Subquery(this=candidate.fetch.keys_query.copy())),

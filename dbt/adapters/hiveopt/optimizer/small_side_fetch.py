@@ -47,7 +47,7 @@ def value_fetch(
     filters.append(exp.not_(exp.Is(this=key.copy(), expression=exp.null())))
     base = exp.select(exp.alias_(key.copy(), "k")).from_(node).where(exp.and_(*filters))
     keys_query = None
-    if broadcast and small_side_deterministic(node, with_):
+    if broadcast:  # a small side that is not deterministic gets no fetch at all (prune_candidates)
         keys_query = base.copy()
         keys_query.set(
             "hint", exp.Hint(expressions=[exp.Anonymous(this="BROADCAST", expressions=[exp.to_identifier(small)])])
