@@ -1456,10 +1456,15 @@ class QueryGenerator:
         variant = self.pick(["derived", "cte", "where", "small_side"])
         if variant == "small_side":
             # A sampled small side of a join to the partitioned table: partition pruning must not
-            # fetch its keys in a query of their own (another draw than the join's).
+            # fetch its keys in a query of their own (another draw than the join's). By rows, a
+            # sample is a LIMIT: on a cluster, which rows pass its cut changes from run to run.
+            if self.chance(0.3):
+                small = f"fuzz.dim_p TABLESAMPLE ({self.rng.randint(1, 20)} ROWS)"
+            else:
+                small = f"(SELECT p, region FROM fuzz.dim_p WHERE rand() < {self.rng.randint(1, 9) / 10})"
             return (
-                "SELECT f.p AS p, SUM(f.v) AS total FROM fuzz.part_f f JOIN (SELECT p, region FROM fuzz.dim_p "
-                f"WHERE rand() < {self.rng.randint(1, 9) / 10}) d ON f.p = d.p WHERE d.region IS NOT NULL GROUP BY f.p"
+                f"SELECT f.p AS p, SUM(f.v) AS total FROM fuzz.part_f f JOIN {small} d ON f.p = d.p "
+                "WHERE d.region IS NOT NULL GROUP BY f.p"
             )
         if variant == "derived":
             return (

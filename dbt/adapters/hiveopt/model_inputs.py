@@ -495,10 +495,11 @@ class InputGatherer:
 
     def _view_deterministic(self, name: str, depth: int = 0, seen: tuple[str, ...] = ()) -> bool:
         """Whether the view's definition, and those of the views it reads, gives the same rows at
-        each reference: Spark expands a view where it is read, so one with rand(), uuid() or an
-        unseeded TABLESAMPLE draws other rows each time, and the rules that would read it another
-        number of times, or fetch its keys apart, must not (syntax.mark_volatile). A definition
-        that cannot be read counts as not deterministic: those rules skip, the others do not care."""
+        each reference: Spark expands a view where it is read, so one with rand(), uuid(), an
+        unseeded TABLESAMPLE or a LIMIT draws other rows each time, and the rules that would read
+        it another number of times, or fetch its keys apart, must not (syntax.mark_volatile). A
+        definition that cannot be read counts as not deterministic: those rules skip, the others
+        do not care."""
         try:
             info = self.statistics.describe(name)
             if not info.view_text or depth >= MAX_VIEW_DEPTH or name in seen:

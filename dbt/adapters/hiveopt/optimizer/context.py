@@ -64,7 +64,7 @@ class OptimizerContext:
     # Small-side key values fetched before the rules, by ValueFetch.key (partition pruning).
     fetched_values: dict[str, FetchedValues] = field(default_factory=dict)
     # `db.view` (lowercase) of the views the query reads whose definition is not deterministic
-    # (rand(), an unseeded TABLESAMPLE, ...; from the catalog's view text): the rules neither
+    # (rand(), an unseeded TABLESAMPLE, a LIMIT, ...; from the catalog's view text): the rules neither
     # read them a different number of times nor fetch from them (syntax.mark_volatile).
     volatile_relations: frozenset[str] = frozenset()
     # Spark's names for the query's output columns (the adapter's DESCRIBE QUERY), asked only

@@ -161,7 +161,7 @@ def _candidate(
         # Its keys fetched apart would be other rows than the join's (a 10% rand() sample: 19-25
         # groups as written, 1-3 behind the fetched IN-list).
         return Skip(
-            "the small side is not deterministic (rand(), an unseeded TABLESAMPLE, or a view with one): "
+            "the small side is not deterministic (rand(), an unseeded TABLESAMPLE, a LIMIT, or a view with one): "
             "its keys fetched apart are not the rows the join reads; left to Spark",
             **details,
         )

@@ -27,23 +27,34 @@ VOLATILE = "hiveopt_volatile"
 
 def deterministic(node: exp.Expression) -> bool:
     """Two evaluations of `node` give the same rows: no non-deterministic function under it, no
-    TABLESAMPLE by share without REPEATABLE (Spark draws its seed where it parses the text), and no
-    reference to a view whose definition has one of those (`mark_volatile`).
+    TABLESAMPLE by share without REPEATABLE (Spark draws its seed where it parses the text), no
+    LIMIT, OFFSET or TABLESAMPLE by rows (which rows pass the cut is up to the order they arrive
+    in: on a cluster, the order shuffle blocks are fetched in; an ORDER BY with ties at the cut
+    leaves it open too), and no reference to a view whose definition has one of those
+    (`mark_volatile`).
 
     >>> import sqlglot
     >>> def det(sql):
     ...     return deterministic(sqlglot.parse_one(sql, read="spark"))
     >>> det("SELECT k FROM t WHERE rand() < 0.1"), det("SELECT k FROM t TABLESAMPLE (10 PERCENT)")
     (False, False)
-    >>> det("SELECT k FROM t TABLESAMPLE (10 PERCENT) REPEATABLE (7)"), det("SELECT k FROM t TABLESAMPLE (5 ROWS)")
+    >>> det("SELECT k FROM t TABLESAMPLE (10 PERCENT) REPEATABLE (7)"), det("SELECT k FROM t WHERE k > 1")
     (True, True)
+    >>> det("SELECT k FROM t LIMIT 5"), det("SELECT k FROM t ORDER BY k LIMIT 5")
+    (False, False)
+    >>> det("SELECT k FROM t TABLESAMPLE (5 ROWS)"), det("SELECT k FROM t TABLESAMPLE (5 ROWS) REPEATABLE (7)")
+    (False, False)
     """
-    for found in node.find_all(exp.Table, exp.TableSample):
+    for found in node.find_all(exp.Table, exp.TableSample, exp.Limit, exp.Offset, exp.Fetch):
+        if isinstance(found, (exp.Limit, exp.Offset, exp.Fetch)):
+            return False
         if isinstance(found, exp.Table) and found.meta.get(VOLATILE):
             return False
-        # By rows a sample is a LIMIT; by share (PERCENT, BUCKET) Spark draws a seed per occurrence.
-        if isinstance(found, exp.TableSample) and found.args.get("seed") is None and found.args.get("size") is None:
-            return False
+        # By share (PERCENT, BUCKET) Spark draws a seed per occurrence; by rows (`size`) a sample
+        # is a LIMIT, whatever its seed.
+        if isinstance(found, exp.TableSample):
+            if found.args.get("seed") is None or found.args.get("size") is not None:
+                return False
     return deterministic_calls(node)
 
 
@@ -58,7 +69,7 @@ def deterministic_calls(node: exp.Expression) -> bool:
 
 def mark_volatile(expression: exp.Expression, names: Iterable[str]) -> exp.Expression:
     """Mark the references to the relations `names` (`db.view`, lowercase) in `expression`: views
-    whose definition is not deterministic (rand(), uuid(), an unseeded TABLESAMPLE, or a view of
+    whose definition is not deterministic (rand(), uuid(), an unseeded TABLESAMPLE, a LIMIT, or a view of
     such a view). Spark expands a view at each reference, so each one draws its own rows: a rule
     may not read it once where the query reads it twice, twice where it reads it once, nor fetch
     its keys in a query of their own. `deterministic` then says False for any tree that holds such a
@@ -216,7 +227,7 @@ def identity(scope: Scope, alias: str) -> tuple[str, str] | None:
 def read_twice_problem(scope: Scope, alias: str) -> str | None:
     """Why the table or CTE `alias` of `scope` may not be read a number of times other than the
     query reads it (once where it reads it twice: the correlated merges), else None: it is not
-    deterministic (`deterministic`: rand(), an unseeded TABLESAMPLE, a view marked volatile).
+    deterministic (`deterministic`: rand(), an unseeded TABLESAMPLE, a LIMIT, a view marked volatile).
 
     >>> import sqlglot
     >>> from sqlglot.optimizer.scope import build_scope
@@ -236,7 +247,7 @@ def read_twice_problem(scope: Scope, alias: str) -> str | None:
         return f"the CTE {node.name} is not deterministic: evaluating it once instead of twice changes results"
     return (
         f"{relation_label(scope, alias)} draws other rows at each reading (a TABLESAMPLE without REPEATABLE, "
-        "or a view whose definition is not deterministic): reading it once instead of twice changes results"
+        "a LIMIT, or a view whose definition is not deterministic): reading it once instead of twice changes results"
     )
 
 

@@ -145,7 +145,7 @@ def _rewrite_block(
         # draw its own rows of it.
         log.skipped(
             f"{relation_label(scope, volatile[0])} draws other rows at each reading (a TABLESAMPLE without "
-            "REPEATABLE, or a view whose definition is not deterministic): each branch of a split would "
+            "REPEATABLE or by rows, or a view whose definition is not deterministic): each branch of a split would "
             "read other rows",
             block=label,
         )
