@@ -13,13 +13,13 @@ rows differ), `optimized_error` (the optimized SQL fails where the original ran)
 `original_error` (the original fails: a generator bug), `optimizer_raised` (an exception escaped
 the optimizer or its pre-pass: the adapter would fail the dbt run), `nondeterministic_duplicated`
 (a query with rand() whose optimized SQL calls it more often), `nondeterministic_fetched` (a
-pre-pass fetch that read rand() or a TABLESAMPLE (by share or by rows): its keys are another draw than the
-query's), `optimized_timeout` (the
-optimized query ran past QUERY_TIMEOUT_SECONDS where the original did not: a model that would
-not finish, reported as a failure), `original_timeout`, `skipped` (a non-deterministic query, not
-compared), `inputs_rejected` (OptimizerConfig.from_dicts refused the drawn profile: its own
-validation, counted apart). A table whose statistics payload does not parse is left out of the
-catalog, as the statistics store skips it. The original and the optimized query run side by side
+pre-pass fetch that read rand() or a TABLESAMPLE, by share or by rows: its keys are another draw
+than the query's), `optimized_timeout` (the optimized query ran past QUERY_TIMEOUT_SECONDS where
+the original did not: a model that would not finish, reported as a failure), `original_timeout`,
+`skipped` (a non-deterministic query, not compared), `inputs_rejected`
+(OptimizerConfig.from_dicts refused the drawn profile: its own validation, counted apart). A table
+whose statistics payload does not parse is left out of the catalog, as the statistics store skips
+it. The original and the optimized query run side by side
 (two jobs of one session).
 """
 
