@@ -1,4 +1,4 @@
-"""Views whose definition is not deterministic (rand(), uuid(), an unseeded TABLESAMPLE): Spark
+"""Views whose definition is not deterministic (rand(), uuid(), an unseeded TABLESAMPLE, a LIMIT): Spark
 expands a view at each reference, so every reference draws its own rows. A rule that reads such a
 relation a different number of times than the query does (the skew split reads both sides twice,
 the correlated and sibling merges read their input once where the query reads it twice or more)

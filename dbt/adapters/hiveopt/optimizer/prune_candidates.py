@@ -40,7 +40,7 @@ from dbt.adapters.hiveopt.optimizer.human import human_bytes
 from dbt.adapters.hiveopt.optimizer.prunable_joins import KeySource, relation_node, small_filters, trace, unprunable
 from dbt.adapters.hiveopt.optimizer.relation_estimates import RelationEstimate
 from dbt.adapters.hiveopt.optimizer.small_side_fetch import small_side_deterministic, value_fetch
-from dbt.adapters.hiveopt.optimizer.syntax import column_label, conjuncts, equi_pair, nested_join
+from dbt.adapters.hiveopt.optimizer.syntax import NOT_DETERMINISTIC, column_label, conjuncts, equi_pair, nested_join
 
 # The small side must keep at most this fraction of the big key's distinct values (estimated):
 # above it the filter prunes too little to pay for the fetch.
@@ -161,8 +161,8 @@ def _candidate(
         # Its keys fetched apart would be other rows than the join's (a 10% rand() sample: 19-25
         # groups as written, 1-3 behind the fetched IN-list).
         return Skip(
-            "the small side is not deterministic (rand(), an unseeded TABLESAMPLE, a LIMIT, or a view with one): "
-            "its keys fetched apart are not the rows the join reads; left to Spark",
+            f"the small side is not deterministic ({NOT_DETERMINISTIC}): its keys fetched apart are not the "
+            "rows the join reads; left to Spark",
             **details,
         )
     source = trace(scope, big, big_key.name)

@@ -23,6 +23,11 @@ NONDETERMINISTIC_FUNCTIONS = {"rand", "random", "randn", "uuid", "shuffle", "mon
 
 # The mark `mark_volatile` puts on a table reference that names a non-deterministic view.
 VOLATILE = "hiveopt_volatile"
+# What makes a relation draw other rows at each reading (`deterministic`), as the rules' decisions
+# name it when they skip one.
+NOT_DETERMINISTIC = (
+    "rand() or the like, a TABLESAMPLE without REPEATABLE or by rows, a LIMIT, or a view whose definition has one"
+)
 
 
 def deterministic(node: exp.Expression) -> bool:
@@ -246,8 +251,8 @@ def read_twice_problem(scope: Scope, alias: str) -> str | None:
     if isinstance(source, Scope):
         return f"the CTE {node.name} is not deterministic: evaluating it once instead of twice changes results"
     return (
-        f"{relation_label(scope, alias)} draws other rows at each reading (a TABLESAMPLE without REPEATABLE, "
-        "a LIMIT, or a view whose definition is not deterministic): reading it once instead of twice changes results"
+        f"{relation_label(scope, alias)} draws other rows at each reading ({NOT_DETERMINISTIC}): reading it "
+        "once instead of twice changes results"
     )
 
 

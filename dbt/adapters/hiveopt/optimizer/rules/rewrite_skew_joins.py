@@ -21,6 +21,7 @@ from dbt.adapters.hiveopt.optimizer.estimator import Estimator
 from dbt.adapters.hiveopt.optimizer.human import human_bytes
 from dbt.adapters.hiveopt.optimizer.literals import literal_for, typed_value
 from dbt.adapters.hiveopt.optimizer.syntax import (
+    NOT_DETERMINISTIC,
     column_label,
     conjuncts,
     deterministic,
@@ -144,9 +145,8 @@ def _rewrite_block(
         # Spark parses a TABLESAMPLE, and expands a view, at each reference: each branch would
         # draw its own rows of it.
         log.skipped(
-            f"{relation_label(scope, volatile[0])} draws other rows at each reading (a TABLESAMPLE without "
-            "REPEATABLE or by rows, or a view whose definition is not deterministic): each branch of a split would "
-            "read other rows",
+            f"{relation_label(scope, volatile[0])} draws other rows at each reading ({NOT_DETERMINISTIC}): each "
+            "branch of a split would read other rows",
             block=label,
         )
         return
