@@ -401,9 +401,7 @@ class InputGatherer:
         bases: list[str] = []
         for view in views:
             try:
-                info = self.statistics.describe(view)
-                default_db = info.view_db or view.split(".", 1)[0]
-                bases += [t if "." in t else f"{default_db}.{t}" for t in _view_reads(info.view_text)[0]]
+                bases += self._bases(view)
             except Exception:
                 continue  # the view's own estimate says why
         self.statistics.describe_many(bases)
@@ -479,15 +477,20 @@ class InputGatherer:
             f"{len(result.stats.columns)} columns in {result.seconds:.2f}s"
         )
 
+    def _bases(self, view: str) -> list[str]:
+        """The relations a view's text reads, named as the catalog names them: an unqualified
+        name is in the database the view was created in (the view's own, if the catalog does not
+        say). Parsed once per text (_view_reads); every walk through views starts here."""
+        info = self.statistics.describe(view)
+        default_db = info.view_db or view.split(".", 1)[0]
+        return [t if "." in t else f"{default_db}.{t}" for t in _view_reads(info.view_text)[0]]
+
     def tables_under(self, view: str, depth: int = 0) -> list[str]:
         """The tables a view reads, through the views it reads (for `hiveopt analyze` of a view)."""
-        info = self.statistics.describe(view)
-        if not info.view_text or depth >= MAX_VIEW_DEPTH:
+        if not self.statistics.describe(view).view_text or depth >= MAX_VIEW_DEPTH:
             return []
-        default_db = info.view_db or view.split(".", 1)[0]
         out: list[str] = []
-        for base in _view_reads(info.view_text)[0]:
-            base = base if "." in base else f"{default_db}.{base}"
+        for base in self._bases(view):
             for table in self.tables_under(base, depth + 1) if self.statistics.describe(base).is_view else [base]:
                 if table not in out:
                     out.append(table)
@@ -504,12 +507,9 @@ class InputGatherer:
             info = self.statistics.describe(name)
             if not info.view_text or depth >= MAX_VIEW_DEPTH or name in seen:
                 return False
-            bases, is_deterministic = _view_reads(info.view_text)
-            if not is_deterministic:
+            if not _view_reads(info.view_text)[1]:
                 return False
-            default_db = info.view_db or name.split(".", 1)[0]
-            for base in bases:
-                base = base if "." in base else f"{default_db}.{base}"
+            for base in self._bases(name):
                 if self.statistics.describe(base).is_view and not self._view_deterministic(
                     base, depth + 1, seen + (name,)
                 ):
@@ -558,8 +558,7 @@ class InputGatherer:
             if depth >= MAX_VIEW_DEPTH or name in seen:
                 raise UnsupportedQuery("views nested too deep, or a view that reads itself")
             default_db = info.view_db or name.split(".", 1)[0]
-            parsed = parse_query(info.view_text)
-            bases = [t if "." in t else f"{default_db}.{t}" for t in physical_tables(parsed)]
+            bases = self._bases(name)
             schema: dict[str, dict[str, dict[str, str]]] = {}
             base_infos = {}
             self.statistics.describe_many(bases)
