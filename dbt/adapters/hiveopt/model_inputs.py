@@ -57,6 +57,12 @@ def _view_reads(view_text: str) -> tuple[tuple[str, ...], bool]:
     return tuple(physical_tables(parsed)), deterministic(parsed)
 
 
+def _view_database(view: str, info) -> str:
+    """The database an unqualified name in a view's text is read from: the one the view was
+    created in, as the catalog says (the view's own database when it does not)."""
+    return info.view_db or view.split(".", 1)[0]
+
+
 # Views over views over ...: deeper than this, the view is left without statistics.
 MAX_VIEW_DEPTH = 8
 # The record's entry for the invocation's first statistics pass (InputGatherer._first_pass).
@@ -478,11 +484,10 @@ class InputGatherer:
         )
 
     def _bases(self, view: str) -> list[str]:
-        """The relations a view's text reads, named as the catalog names them: an unqualified
-        name is in the database the view was created in (the view's own, if the catalog does not
-        say). Parsed once per text (_view_reads); every walk through views starts here."""
+        """The relations a view's text reads, an unqualified name in _view_database; the text
+        parsed once (_view_reads). Every walk through views starts here."""
         info = self.statistics.describe(view)
-        default_db = info.view_db or view.split(".", 1)[0]
+        default_db = _view_database(view, info)
         return [t if "." in t else f"{default_db}.{t}" for t in _view_reads(info.view_text)[0]]
 
     def tables_under(self, view: str, depth: int = 0) -> list[str]:
@@ -557,7 +562,7 @@ class InputGatherer:
                 raise UnsupportedQuery("the catalog holds no text for it")
             if depth >= MAX_VIEW_DEPTH or name in seen:
                 raise UnsupportedQuery("views nested too deep, or a view that reads itself")
-            default_db = info.view_db or name.split(".", 1)[0]
+            default_db = _view_database(name, info)
             bases = self._bases(name)
             schema: dict[str, dict[str, dict[str, str]]] = {}
             base_infos = {}
