@@ -22,10 +22,13 @@ class HiveoptSpark(Spark):
     class Tokenizer(Spark.Tokenizer):
         STRING_ESCAPES = ["\\", "'"]
 
-    class Generator(Spark.Generator):
+    def generator(self, **opts):
         # Spark reads `TABLESAMPLE (10 PERCENT) REPEATABLE (42)`; sqlglot writes SEED (42), which
-        # Spark rejects.
-        TABLESAMPLE_SEED_KEYWORD = "REPEATABLE"
+        # Spark rejects. Set on the instance: with sqlglotc (sqlglot's compiled build) a Python
+        # class cannot subclass the compiled generators.
+        generator = super().generator(**opts)
+        generator.TABLESAMPLE_SEED_KEYWORD = "REPEATABLE"
+        return generator
 
 
 DIALECT = HiveoptSpark
