@@ -227,6 +227,24 @@ def test_the_fetch_is_cancelled_at_its_deadline(tables):
     assert tables.sql("SELECT 1 AS one").collect()[0][0] == 1
 
 
+def test_a_bounded_statement_leaves_the_builds_description_on_its_thread(tables):
+    """verify mode runs its bounded statements after the build was tagged with its description
+    (build_records.tag: the actual rows are read from the plan of the jobs that carry it); the
+    bounded run puts the thread's job properties back, so the build's own jobs still carry it."""
+    import time
+
+    from dbt.adapters.hiveopt.bounded_statements import run_bounded_on_session
+
+    context = tables.sparkContext
+    context.setLocalProperty("spark.job.description", "hiveopt build m 1")
+    try:
+        assert run_bounded_on_session(tables, "SELECT 1 AS one", time.perf_counter() + 60) == [(1,)]
+        assert context.getLocalProperty("spark.job.description") == "hiveopt build m 1"
+        assert context.getLocalProperty("spark.jobGroup.id") is None
+    finally:
+        context.setLocalProperty("spark.job.description", None)
+
+
 def test_describe_reads_partition_columns(tables):
     """The adapter hands the rule the partition columns DESCRIBE TABLE EXTENDED lists."""
     from dbt.adapters.hiveopt.table_info import parse_describe

@@ -146,7 +146,7 @@ def test_a_pass_behind_the_builds_keeps_every_model_from_waiting():
     service = NeverGathered()
     threads = []
 
-    def run_behind(work):
+    def run_behind(work, not_run):
         threads.append(threading.Thread(target=work))
         threads[-1].start()
 
@@ -175,7 +175,7 @@ def test_a_pass_behind_that_cannot_start_leaves_the_models_to_gather():
     tables they read themselves, as without the setting."""
     from dbt.adapters.hiveopt.model_inputs import FIRST_PASS_BEHIND
 
-    def cannot_start(work):
+    def cannot_start(work, not_run):
         raise RuntimeError("no connection")
 
     inputs = InputGatherer(NeverGathered(), run_behind=cannot_start)
@@ -184,3 +184,23 @@ def test_a_pass_behind_that_cannot_start_leaves_the_models_to_gather():
     inputs._first_pass_behind(started, "mart")
     assert inputs.first_pass_to_come() is False and not inputs._gathered_behind("s.orders")
     assert FIRST_PASS_BEHIND not in started and inputs.behind_done is None
+
+
+def test_a_pass_behind_whose_thread_gets_no_connection_keeps_no_model_waiting():
+    """The thread started, but its connection did not open, so the pass never ran: the adapter
+    calls `not_run` (HiveoptAdapter._start_first_pass), and the models then read the tables as
+    without the setting instead of waiting for a pass that will not come."""
+    service = NeverGathered()
+    threads = []
+
+    def no_connection(work, not_run):
+        threads.append(threading.Thread(target=not_run))  # what the adapter's thread does then
+        threads[-1].start()
+
+    inputs = InputGatherer(service, run_behind=no_connection)
+    inputs.read_project(GRAPH, ["model.p.mart"])
+    inputs._first_pass_behind({}, "mart")
+    threads[0].join(10)
+    assert not service.started.is_set()  # the pass never ran
+    # nothing to come, and the table is not "being gathered behind": a model reading it gathers it
+    assert inputs.first_pass_to_come() is False and not inputs._gathered_behind("s.orders")

@@ -37,6 +37,10 @@ def _remaining(deadline: float) -> float:
     return remaining
 
 
+# What SparkContext.setJobGroup sets on the calling thread.
+_JOB_GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+
+
 def run_bounded_on_session(spark: Any, sql: str, deadline: float) -> list[tuple]:
     """On an embedded SparkSession: the statement's jobs run in a job group of their own, which a
     timer cancels at the deadline, and again every CANCEL_AGAIN_SECONDS until the statement
@@ -55,6 +59,10 @@ def run_bounded_on_session(spark: Any, sql: str, deadline: float) -> list[tuple]
             returned.wait(CANCEL_AGAIN_SECONDS)
 
     canceller = threading.Thread(target=cancel_until_returned, name="hiveopt-cancel", daemon=True)
+    # The thread's own job properties, put back after: a build's description (build_records.tag,
+    # which finds the build's plan for its actual rows) stays on the build that verify mode runs
+    # its bounded statements before.
+    kept = {key: context.getLocalProperty(key) for key in _JOB_GROUP_PROPERTIES}
     context.setJobGroup(group, "hiveopt: a bounded statement", interruptOnCancel=True)
     canceller.start()
     try:
@@ -65,9 +73,8 @@ def run_bounded_on_session(spark: Any, sql: str, deadline: float) -> list[tuple]
         raise
     finally:
         returned.set()
-        context.setLocalProperty("spark.jobGroup.id", None)
-        context.setLocalProperty("spark.job.description", None)
-        context.setLocalProperty("spark.job.interruptOnCancel", None)
+        for key, value in kept.items():
+            context.setLocalProperty(key, value)
 
 
 def run_bounded_on_thrift(hive_connection: Any, sql: str, deadline: float) -> list[tuple]:

@@ -9,6 +9,7 @@ A build is *planned* in the adapter's optimize_sql (which SQL runs, and what to 
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import threading
 import time
@@ -27,6 +28,7 @@ from dbt.adapters.hiveopt.feedback import (
     still_no_gain,
 )
 from dbt.adapters.hiveopt.report import Report
+from dbt.adapters.hiveopt.statistics_store import first_line
 
 NOT_MEASURED_AFTER_PASSES = "statistics were gathered in this invocation: the next build measures"
 
@@ -221,7 +223,11 @@ class BuildRecords:
         window = max(latest_execution_id(spark) - since, 1)
         plans = read_plans(spark, [description for description, _, _ in unread], window)
         for description, label, _ in unread:
-            self._attach(label, plans.get(description))
+            try:
+                self._attach(label, plans.get(description))
+            except Exception as error:  # one record's trouble: the others are still read
+                with contextlib.suppress(Exception):  # the record says so, if it can be written
+                    self.report.update(label, {"actual_rows": f"not read ({first_line(error)})"})
         seconds = time.perf_counter() - started
         return f"actual rows of {len(unread)} builds read in {seconds:.2f}s ({window} executions swept)"
 

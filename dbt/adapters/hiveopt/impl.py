@@ -93,6 +93,8 @@ SAVE_BEHIND_AFTER_SECONDS = 1.0
 FIRST_PASS_WAIT_SECONDS = 10.0
 # How long the end of an invocation waits for a first statistics pass behind the builds.
 FIRST_PASS_BEHIND_WAIT_SECONDS = 600.0
+# How long it waits for each other thread beside the builds (a store read, a save, a rows read).
+THREAD_AT_END_WAIT_SECONDS = 120.0
 
 _FETCHING = ("select", "describe", "show", "with", "values", "(")
 
@@ -109,6 +111,8 @@ class HiveoptAdapter(SparkAdapter):
         self._store_reader: threading.Thread | None = None
         self._saver: threading.Thread | None = None
         self._rows_reader: threading.Thread | None = None
+        self._first_passer: threading.Thread | None = None  # stats.first_pass: behind
+        self._cleaned = False  # dbt calls cleanup_connections up to three times an invocation
         self._save_now = threading.Event()  # set at the end of the invocation: the saver waits no more
         # Set when dbt starts the first node that reaches the adapter (the run's hooks are done):
         # the read-ahead describes the sources after it.
@@ -465,12 +469,21 @@ class HiveoptAdapter(SparkAdapter):
         verify_within(run_bounded, self._run_sql, sql, optimized, label, config.verify_timeout_seconds, logger.warning)
 
     def cleanup_connections(self) -> None:
-        """dbt calls this once at the end of an invocation: the optimizer's one closing line."""
+        """dbt calls this at the end of an invocation (its task, then its adapter management, and
+        the next invocation in the same process once more, dbt-core 1.11): the first call waits
+        for the threads beside the builds and writes the optimizer's one closing line; every call
+        closes dbt's connections."""
+        with self._hiveopt_lock:
+            first, self._cleaned = not self._cleaned, True
+        if first:
+            self._close_invocation()
+        super().cleanup_connections()
+
+    def _close_invocation(self) -> None:
         self._save_now.set()
         self._first_node.set()  # a read-ahead still waiting for a first node reads nothing more
         for thread in (self._store_reader, self._saver, self._rows_reader):
-            if thread is not None:
-                thread.join(timeout=120)
+            _join(thread, THREAD_AT_END_WAIT_SECONDS)
         self._record_pass_behind()
         if self._records is not None:
             self._read_rows()
@@ -482,7 +495,6 @@ class HiveoptAdapter(SparkAdapter):
         except Exception as error:
             logger.debug(f"hiveopt: report page not written ({first_line(error)})")
         self._save_statistics()
-        super().cleanup_connections()
 
     def _save_statistics(self) -> None:
         """Store what this invocation gathered, in one save (the service warns if it fails)."""
@@ -679,11 +691,26 @@ class HiveoptAdapter(SparkAdapter):
             if self._save_now.wait(0.1):
                 return
 
-    def _start_first_pass(self, work) -> None:
+    def _start_first_pass(self, work, not_run) -> None:
         """`stats.first_pass: behind`: the invocation's first statistics pass on a thread (and a
-        connection) of its own, while the models go on (InputGatherer._first_pass_behind)."""
-        # Not kept: the end of the invocation waits for the pass itself (_record_pass_behind).
-        self._start_thread("hiveopt-first-pass", work, "the first statistics pass not run behind the builds")
+        connection) of its own, while the models go on (InputGatherer._first_pass_behind).
+        `not_run`: called when the thread could not open its connection, so that no model waits
+        for a pass that will not come."""
+
+        def run() -> None:
+            ran = False
+
+            def attempt() -> None:
+                nonlocal ran
+                ran = True
+                work()
+
+            failed = "the first statistics pass not run behind the builds"
+            self._on_own_connection(attempt, failed, "hiveopt-first-pass")
+            if not ran:
+                not_run()
+
+        self._start_thread("hiveopt-first-pass", run, slot="_first_passer", once=True)
 
     def _record_pass_behind(self) -> None:
         """The first pass behind the builds has run: its seconds into the record of the model
@@ -691,7 +718,16 @@ class HiveoptAdapter(SparkAdapter):
         inputs = self._inputs
         if inputs is None:
             return
-        inputs.wait_behind(FIRST_PASS_BEHIND_WAIT_SECONDS)
+        over = inputs.wait_behind(FIRST_PASS_BEHIND_WAIT_SECONDS)
+        passer = self._first_passer
+        if passer is not None:
+            passer.join(timeout=THREAD_AT_END_WAIT_SECONDS if over else 0)  # over: its connection closes
+            if passer.is_alive():
+                logger.warning(
+                    "hiveopt: the first statistics pass behind the builds still runs "
+                    f"{FIRST_PASS_BEHIND_WAIT_SECONDS:.0f} s after the last model: its statistics are not "
+                    "saved, and the next invocation gathers them"
+                )
         if inputs.behind_done is None:
             return
         label, entry = inputs.behind_done
@@ -725,7 +761,9 @@ class HiveoptAdapter(SparkAdapter):
             thread = threading.Thread(target=target, name=name, daemon=True)
             if slot is not None:
                 setattr(self, slot, thread)
-        thread.start()
+            # Started under the lock: a thread not yet started is not alive, and a second build
+            # ending meanwhile started a second save that the end of the invocation did not join.
+            thread.start()
 
     def _on_own_connection(self, work, failed: str, name: str) -> None:
         try:
@@ -769,8 +807,19 @@ class HiveoptAdapter(SparkAdapter):
         keys: those are detailed, as in a build's first pass (without it, every number and date)."""
         self.inputs.read_project(self._project_graph(graph))
         lines = self.inputs.analyze(relations)
-        self.statistics.flush()  # a run-operation ends without cleanup_connections
+        self.statistics.flush()  # now: the lines say what was gathered, and it is stored
         return lines
+
+
+def _join(thread: threading.Thread | None, seconds: float) -> None:
+    """Wait up to `seconds` for a thread beside the builds. One still running is named in a
+    warning: what it does then comes after dbt's last line, if at all (a daemon thread ends with
+    the process)."""
+    if thread is None:
+        return
+    thread.join(timeout=seconds)
+    if thread.is_alive():
+        logger.warning(f"hiveopt: {thread.name} still runs {seconds:.0f} s after the last model; not waited for")
 
 
 def _builds_models() -> bool:

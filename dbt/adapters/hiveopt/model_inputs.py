@@ -129,7 +129,7 @@ class InputGatherer:
         statistics: StatisticsService,
         run_bounded: RunBounded | None = None,
         debug: Callable[[str], None] = lambda message: None,
-        run_behind: Callable[[Callable[[], None]], Any] | None = None,
+        run_behind: Callable[[Callable[[], None], Callable[[], None]], Any] | None = None,
     ):
         self.statistics = statistics
         self.run_bounded = run_bounded
@@ -234,7 +234,7 @@ class InputGatherer:
                 self._first_over.set()
 
         try:
-            run_behind(work)
+            run_behind(work, self._first_over.set)  # set also when the pass cannot start on its thread
         except Exception as error:  # the models gather what they read themselves, as without it
             self.debug(f"hiveopt: the first statistics pass not started behind the builds ({first_line(error)})")
             self._behind = frozenset()
@@ -252,10 +252,9 @@ class InputGatherer:
         """The table is being gathered by a first pass behind the builds, not done yet."""
         return name.lower() in self._behind and not self._first_over.is_set()
 
-    def wait_behind(self, timeout: float) -> None:
-        """Wait for a first pass behind the builds (the end of the invocation)."""
-        if self._behind:
-            self._first_over.wait(timeout)
+    def wait_behind(self, timeout: float) -> bool:
+        """Wait for a first pass behind the builds (the end of the invocation); whether none runs now."""
+        return self._first_over.wait(timeout) if self._behind else True
 
     def _first_pass(self, gathering: dict[str, Any]) -> None:
         """Once per invocation, before the first model's statistics: one pass (one Spark job) over

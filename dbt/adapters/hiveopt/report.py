@@ -15,6 +15,16 @@ from dbt.adapters.hiveopt.feedback import REMEMBERED
 _lock = threading.Lock()
 
 
+def _dump(path: str, record: dict[str, Any]) -> None:
+    """Write a record whole or not at all: readers take no lock (the actual-rows thread, a build
+    reading its feedback, `hiveopt summary` while dbt runs), and a file rewritten in place was
+    read half-written (JSONDecodeError) while another thread updated it."""
+    part = f"{path}.{os.getpid()}.{threading.get_ident()}.part"
+    with open(part, "w") as handle:
+        json.dump(record, handle, indent=2, default=str)
+    os.replace(part, path)
+
+
 def model_label(model: dict[str, Any] | None, relation: Any) -> str:
     """A file-safe name: the model's name, prefixed by its kind when it is not a model."""
     if model and model.get("name"):
@@ -59,8 +69,7 @@ class Report:
             os.makedirs(self.folder, exist_ok=True)
             with open(self._path(label, ".sql"), "w") as handle:
                 handle.write(sql.rstrip() + "\n")
-            with open(self._path(label, ".json"), "w") as handle:
-                json.dump(record, handle, indent=2, default=str)
+            _dump(self._path(label, ".json"), record)
 
     def write_fallback(
         self, label: str, sql: str, reason: str, materialization: str | None, switched_off: bool = False
@@ -92,8 +101,7 @@ class Report:
             with open(path) as handle:
                 record = json.load(handle)
             record.update(changes)
-            with open(path, "w") as handle:
-                json.dump(record, handle, indent=2, default=str)
+            _dump(path, record)
 
     def read(self, label: str) -> dict[str, Any] | None:
         path = self._path(label, ".json")
@@ -135,8 +143,7 @@ class Report:
             record.setdefault("after_build_statistics", {})[table] = entry
             record["invocation_id"] = current_invocation()  # a seed has no other record
             os.makedirs(self.folder, exist_ok=True)
-            with open(path, "w") as handle:
-                json.dump(record, handle, indent=2, default=str)
+            _dump(path, record)
 
 
 class RunSummary:

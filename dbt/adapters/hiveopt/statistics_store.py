@@ -126,11 +126,15 @@ class StatisticsStore:
         with self._lock:
             if name in self._stats:
                 return self._stats[name]
-            versions = self._unparsed.pop(name, None)
+            # Read, not taken: another thread asking while this one parses must find the rows
+            # too (taken, it found neither them nor the parsed statistics: "never gathered").
+            versions = self._unparsed.get(name)
         stats = self._newest_valid(name, versions) if versions else None
         with self._lock:
             if stats is not None:
                 self._stats.setdefault(name, stats)
+            if versions is not None and self._unparsed.get(name) is versions:
+                del self._unparsed[name]  # parsed (or found invalid) once: not parsed again
             return self._stats.get(name)
 
     # -- build outcomes (feedback.py): rows named `outcome:<model>:<variant>` in the same table ----
