@@ -476,7 +476,10 @@ class HiveoptAdapter(SparkAdapter):
         with self._hiveopt_lock:
             first, self._cleaned = not self._cleaned, True
         if first:
-            self._close_invocation()
+            try:
+                self._close_invocation()
+            except Exception as error:  # hiveopt's bookkeeping: never dbt's failure
+                logger.warning(f"hiveopt: the invocation's end not recorded ({first_line(error)})")
         super().cleanup_connections()
 
     def _close_invocation(self) -> None:
