@@ -100,9 +100,14 @@ def test_cleanup_does_the_invocations_end_once():
             adapter.cleanup_connections()
     assert adapter._close_invocation.call_count == 1 and closes.call_count == 3
     adapter._cleaned, adapter._close_invocation = False, mock.Mock(side_effect=OSError("disk full"))
-    with mock.patch.object(SparkAdapter, "cleanup_connections") as closes:
+    with (
+        mock.patch.object(SparkAdapter, "cleanup_connections") as closes,
+        mock.patch("dbt.adapters.hiveopt.impl.logger") as logger,
+    ):
         adapter.cleanup_connections()  # hiveopt's end failed: dbt's connections still close, no raise
     assert closes.call_count == 1
+    (warning,) = [call.args[0] for call in logger.warning.call_args_list]
+    assert "the invocation's end not recorded (OSError: disk full)" in warning
 
 
 def test_a_table_being_parsed_from_the_store_is_not_never_gathered_to_another_thread():
