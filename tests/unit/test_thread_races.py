@@ -1,5 +1,7 @@
 """Races between dbt's threads and the threads the adapter runs beside the builds, found by a
-review of the shared state on 2026-12-03, each shown failing before its fix.
+review of the shared state on 2026-12-03. Those the code before could be driven through (the
+second save, the stored table, the torn record, the one bad record) were shown failing before
+their fix; the first pass's `not_run` and the single end are new seams.
 
 The threads beside the builds (`HiveoptAdapter._start_thread`): one thread per slot at a time,
 and the one in the slot is the one the end of the invocation joins. Two builds that end together
