@@ -146,7 +146,7 @@ def test_a_pass_behind_the_builds_keeps_every_model_from_waiting():
     service = NeverGathered()
     threads = []
 
-    def run_behind(work, not_run):
+    def run_behind(work, finished):
         threads.append(threading.Thread(target=work))
         threads[-1].start()
 
@@ -175,7 +175,7 @@ def test_a_pass_behind_that_cannot_start_leaves_the_models_to_gather():
     tables they read themselves, as without the setting."""
     from dbt.adapters.hiveopt.model_inputs import FIRST_PASS_BEHIND
 
-    def cannot_start(work, not_run):
+    def cannot_start(work, finished):
         raise RuntimeError("no connection")
 
     inputs = InputGatherer(NeverGathered(), run_behind=cannot_start)
@@ -188,13 +188,13 @@ def test_a_pass_behind_that_cannot_start_leaves_the_models_to_gather():
 
 def test_a_pass_behind_whose_thread_gets_no_connection_keeps_no_model_waiting():
     """The thread started, but its connection did not open, so the pass never ran: the adapter
-    calls `not_run` (HiveoptAdapter._start_first_pass), and the models then read the tables as
+    calls `finished` (HiveoptAdapter._start_first_pass), and the models then read the tables as
     without the setting instead of waiting for a pass that will not come."""
     service = NeverGathered()
     threads = []
 
-    def no_connection(work, not_run):
-        threads.append(threading.Thread(target=not_run))  # what the adapter's thread does then
+    def no_connection(work, finished):
+        threads.append(threading.Thread(target=finished))  # what the adapter's thread does then
         threads[-1].start()
 
     inputs = InputGatherer(service, run_behind=no_connection)

@@ -1,7 +1,7 @@
 """Races between dbt's threads and the threads the adapter runs beside the builds, found by a
 review of the shared state on 2026-12-03. Those the code before could be driven through (the
 second save, the stored table, the torn record, the one bad record) were shown failing before
-their fix; the first pass's `not_run` and the single end are new seams.
+their fix; the first pass's `finished` and the single end are new seams.
 
 The threads beside the builds (`HiveoptAdapter._start_thread`): one thread per slot at a time,
 and the one in the slot is the one the end of the invocation joins. Two builds that end together
@@ -62,9 +62,9 @@ def test_a_slot_takes_a_new_thread_once_the_last_has_ended():
     assert _race(slots, callers=1) == 1  # the first one ended: the next save starts
 
 
-def test_the_first_pass_thread_calls_not_run_when_its_connection_does_not_open():
+def test_the_first_pass_thread_calls_finished_when_its_connection_does_not_open():
     """`stats.first_pass: behind`: the pass's thread opens a connection of its own; when that
-    fails, the pass never runs, and the models must not wait for it (InputGatherer's `not_run`)."""
+    fails, the pass never runs, and the models must not wait for it (InputGatherer's `finished`)."""
     from contextlib import contextmanager
 
     class Adapter(_Slots):

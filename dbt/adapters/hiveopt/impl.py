@@ -694,24 +694,19 @@ class HiveoptAdapter(SparkAdapter):
             if self._save_now.wait(0.1):
                 return
 
-    def _start_first_pass(self, work, not_run) -> None:
+    def _start_first_pass(self, work, finished) -> None:
         """`stats.first_pass: behind`: the invocation's first statistics pass on a thread (and a
         connection) of its own, while the models go on (InputGatherer._first_pass_behind).
-        `not_run`: called when the thread could not open its connection, so that no model waits
-        for a pass that will not come."""
+        `finished`: called as the thread ends, also when its connection did not open and the
+        pass never ran, so that no model waits for a pass that will not come."""
 
         def run() -> None:
-            ran = False
-
-            def attempt() -> None:
-                nonlocal ran
-                ran = True
-                work()
-
-            failed = "the first statistics pass not run behind the builds"
-            self._on_own_connection(attempt, failed, "hiveopt-first-pass")
-            if not ran:
-                not_run()
+            try:
+                self._on_own_connection(
+                    work, "the first statistics pass not run behind the builds", "hiveopt-first-pass"
+                )
+            finally:
+                finished()
 
         self._start_thread("hiveopt-first-pass", run, slot="_first_passer", once=True)
 

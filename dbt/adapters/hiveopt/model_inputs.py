@@ -234,7 +234,7 @@ class InputGatherer:
                 self._first_over.set()
 
         try:
-            run_behind(work, self._first_over.set)  # set also when the pass cannot start on its thread
+            run_behind(work, self._first_over.set)  # set as its thread ends, also if the pass never ran
         except Exception as error:  # the models gather what they read themselves, as without it
             self.debug(f"hiveopt: the first statistics pass not started behind the builds ({first_line(error)})")
             self._behind = frozenset()
