@@ -204,3 +204,34 @@ def test_a_pass_behind_whose_thread_gets_no_connection_keeps_no_model_waiting():
     assert not service.started.is_set()  # the pass never ran
     # nothing to come, and the table is not "being gathered behind": a model reading it gathers it
     assert inputs.first_pass_to_come() is False and not inputs._gathered_behind("s.orders")
+
+
+def test_none_to_come_when_automatic_gathering_is_off():
+    """`stats.auto_gather: false` runs no first pass: nothing waits for one."""
+    inputs = InputGatherer(PassThatWaits(), auto_gather=False)
+    inputs.read_project(GRAPH, ["model.p.mart"])
+    assert inputs.first_pass_to_come() is False
+
+
+def test_a_save_behind_the_builds_does_not_wait_for_a_pass_when_gathering_is_off(monkeypatch):
+    """The adapter's saver (`_after_first_pass`) with `stats.auto_gather: false`: it used to wait
+    for a pass that never came until the invocation's end, so the run's outcomes were saved
+    after its last model instead of behind the builds."""
+    from dbt.adapters.hiveopt import impl
+    from dbt.adapters.hiveopt.impl import HiveoptAdapter
+
+    monkeypatch.setattr(impl, "_builds_models", lambda: True)
+    adapter = HiveoptAdapter.__new__(HiveoptAdapter)  # no connections, no config: the methods alone
+    adapter._hiveopt_lock = threading.RLock()
+    adapter._inputs = None
+    adapter._save_now = threading.Event()  # the invocation's end: never, here
+    adapter._stats_settings = lambda: {"auto_gather": False}
+    adapter._run_sql = lambda sql: []
+    adapter.inputs.read_project(GRAPH, ["model.p.mart"])
+    saver = threading.Thread(target=HiveoptAdapter._after_first_pass, args=(adapter,), daemon=True)
+    saver.start()
+    saver.join(1.0)
+    waiting = saver.is_alive()
+    adapter._save_now.set()  # as the invocation's end would
+    saver.join(10)
+    assert not waiting  # before: it waited until the end of the invocation

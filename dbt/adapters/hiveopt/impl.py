@@ -191,7 +191,13 @@ class HiveoptAdapter(SparkAdapter):
                     defer_saves=True,  # saved at the end of the invocation (cleanup_connections)
                 )
                 behind = self._start_first_pass if settings.get("first_pass") == "behind" else None
-                self._inputs = InputGatherer(service, self._run_bounded, debug=logger.debug, run_behind=behind)
+                self._inputs = InputGatherer(
+                    service,
+                    self._run_bounded,
+                    debug=logger.debug,
+                    run_behind=behind,
+                    auto_gather=bool(settings.get("auto_gather", True)),
+                )
             return self._inputs
 
     def _report(self) -> Report:

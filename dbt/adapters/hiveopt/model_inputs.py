@@ -130,10 +130,13 @@ class InputGatherer:
         run_bounded: RunBounded | None = None,
         debug: Callable[[str], None] = lambda message: None,
         run_behind: Callable[[Callable[[], None], Callable[[], None]], Any] | None = None,
+        auto_gather: bool = True,
     ):
         self.statistics = statistics
         self.run_bounded = run_bounded
         self.debug = debug
+        # stats.auto_gather: false runs no first pass (the models use the statistics at hand).
+        self.auto_gather = auto_gather
         # stats.first_pass: behind. Starts work on a thread (and connection) of its own; None:
         # the models wait for the first pass (`wait`, the default).
         self.run_behind = run_behind
@@ -298,7 +301,10 @@ class InputGatherer:
 
     def first_pass_to_come(self) -> bool | None:
         """Whether the invocation's first statistics pass is still to run or running (None: not
-        known yet, no model has reached the adapter)."""
+        known yet, no model has reached the adapter). Never with `stats.auto_gather: false`: a
+        save behind the builds that waited for it waited until the end of the invocation."""
+        if not self.auto_gather:
+            return False
         with self._project_lock:
             if not self._selection_read:
                 return None
