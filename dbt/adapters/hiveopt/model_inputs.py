@@ -135,8 +135,6 @@ class InputGatherer:
         self.statistics = statistics
         self.run_bounded = run_bounded
         self.debug = debug
-        # stats.auto_gather: false runs no first pass (the models use the statistics at hand).
-        self.auto_gather = auto_gather
         # stats.first_pass: behind. Starts work on a thread (and connection) of its own; None:
         # the models wait for the first pass (`wait`, the default).
         self.run_behind = run_behind
@@ -152,6 +150,8 @@ class InputGatherer:
         self._first_done = False
         self._first_gathered: list[str] = []  # what the first pass gathered
         self._first_over = threading.Event()  # the first pass has run, or there is none to run
+        if not auto_gather:  # stats.auto_gather: false runs none (the models use the statistics at hand)
+            self._first_over.set()
         self._behind: frozenset[str] = frozenset()  # what a pass behind the builds gathers
         # (label of the model that started it, its record's entry) once that pass has run
         self.behind_done: tuple[str, dict[str, Any]] | None = None
@@ -301,14 +301,15 @@ class InputGatherer:
 
     def first_pass_to_come(self) -> bool | None:
         """Whether the invocation's first statistics pass is still to run or running (None: not
-        known yet, no model has reached the adapter). Never with `stats.auto_gather: false`: a
-        save behind the builds that waited for it waited until the end of the invocation."""
-        if not self.auto_gather:
+        known yet, no model has reached the adapter). Not once it has run, or when none is to
+        run (`stats.auto_gather: false`: a save behind the builds that waited for it waited until
+        the end of the invocation)."""
+        if self._first_over.is_set():
             return False
         with self._project_lock:
             if not self._selection_read:
                 return None
-        return bool(self._first_tables) and not self._first_over.is_set()
+        return bool(self._first_tables)
 
     def forget(self, name: str) -> None:
         """The invocation is about to build `name`: what the catalog said of it no longer holds."""
