@@ -53,6 +53,8 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 
+from dbt.adapters.hiveopt.statistics_share import StatisticsShare, statistics_share  # noqa: E402
+
 VARIANTS = {"dbt-spark": "spark", "hiveopt": "session"}
 # --fresh-jvm --first-pass both: a third side, hiveopt with stats.first_pass: behind.
 BEHIND = "hiveopt_behind"
@@ -141,16 +143,10 @@ def model_seconds(run: dict, names=None) -> float:
     )
 
 
-def gathering_seconds(records: dict[str, dict]) -> float:
-    total = 0.0
-    for record in records.values():
-        total += sum(
-            float(g.get("seconds") or 0)
-            for g in (record.get("statistics_gathering") or {}).values()
-            if isinstance(g, dict)
-        )
-        total += sum(float(c.get("gather_seconds") or 0) for c in (record.get("after_build_statistics") or {}).values())
-    return total
+def gathering(run: dict) -> StatisticsShare:
+    """The run's statistics gathering against its building (statistics_share.py: the models' waits
+    for the first pass count as neither)."""
+    return statistics_share(run["records"].values(), model_seconds(run))
 
 
 def marts(fetch) -> dict[str, list]:
@@ -359,13 +355,10 @@ def measure(args, common: dict, fetch, settle, variants: dict[str, str], where: 
     build(spark_target, "dbt-spark", common, "warmup")
     fetch("DROP DATABASE IF EXISTS hiveopt CASCADE")
     first = build(hiveopt_target, "hiveopt", common, "first")
-    gathered = gathering_seconds(first["records"])
-    first_models = model_seconds(first)
+    share = gathering(first)
     print(
         f"TPC-H SF {args.scale}, threads 4, {where}. First hiveopt build (statistics gathered): "
-        f"{first['wall']:.1f} s wall; statistics {gathered:.1f} s (summed over threads) against "
-        f"{first_models - gathered:.1f} s of building models and seeds "
-        f"({100 * gathered / max(first_models - gathered, 1e-9):.0f}%)",
+        f"{first['wall']:.1f} s wall; {share.line()}",
         flush=True,
     )
 
@@ -471,7 +464,13 @@ def fresh_child(args) -> int:
         for row in spark.sql(f"SHOW TABLES IN {schema}").collect():
             spark.sql(f"DROP TABLE {schema}.{row.tableName}")  # external: the files stay
     run = build({**VARIANTS, BEHIND: "session"}[args.child], os.path.join("fresh", args.child), common, args.label)
-    figures = {"wall": run["wall"], "models": model_seconds(run), "gathered": gathering_seconds(run["records"])}
+    share = gathering(run)
+    figures = {
+        "wall": run["wall"],
+        "models": model_seconds(run),
+        "gathered": share.gathered,
+        "building": share.building,
+    }
     print("FIGURES " + json.dumps(figures), flush=True)
     return 0
 
@@ -508,8 +507,7 @@ def fresh_jvm(args) -> int:
         sides.append(("hiveopt (behind)", BEHIND))
     for name, variant in sides:
         ours = firsts[variant]
-        # A pass behind the builds is in no model's seconds: its share is of all of them.
-        shares = [r["gathered"] / max(r["models"] - (0 if variant == BEHIND else r["gathered"]), 1e-9) for r in ours]
+        shares = [r["gathered"] / max(r["building"], 1e-9) for r in ours]
         listed = ", ".join(f"{100 * x:.0f}%" for x in shares)
         print(
             f"  {name}'s statistics in its first builds: {median([r['gathered'] for r in ours]):.1f} s (median), "

@@ -28,6 +28,7 @@ MODULES = sorted(name for _, name, _ in pkgutil.walk_packages(optimizer.__path__
     "dbt.adapters.hiveopt.key_columns",
     "dbt.adapters.hiveopt.connections",
     "dbt.adapters.hiveopt.class_archive",
+    "dbt.adapters.hiveopt.statistics_share",
 ]
 
 

@@ -110,7 +110,7 @@ def summary(project_dir: str) -> int:
         print(f"no records in {folder}: run dbt with a hiveopt profile first", file=sys.stderr)
         return 1
     rows = []
-    total_gather = 0.0
+    records = []
     last, older = _last_invocation(project_dir), 0
     for name in sorted(n[:-5] for n in os.listdir(folder) if n.endswith(".json")):
         with open(os.path.join(folder, name + ".json")) as handle:
@@ -118,6 +118,7 @@ def summary(project_dir: str) -> int:
         if last and record.get("invocation_id") != last:
             older += 1  # a model the last dbt invocation did not build
             continue
+        records.append(record)
         fired = ", ".join(record.get("fired_rules") or []) or ("fallback" if record.get("fallback_reason") else "-")
         # Statistics gathered for the model: its inputs' on first read, its own after its build.
         seconds = sum(
@@ -134,7 +135,6 @@ def summary(project_dir: str) -> int:
             seconds += float(cost["gather_seconds"])
             gather, build = f"{seconds:.2f}", f"{cost['build_seconds'] or 0:.2f}"
             ratio = f"{cost['cost_ratio']:.2f}" if cost.get("cost_ratio") is not None else ""
-        total_gather += seconds
         q_error = f"{record['worst_q_error']:.2f}" if record.get("worst_q_error") is not None else ""
         added = _added_ms(record)
         rows.append((name, fired, record.get("optimizer_ms", 0), added, gather, build, ratio, q_error))
@@ -149,11 +149,9 @@ def summary(project_dir: str) -> int:
         print(f"({older} records of earlier dbt invocations not shown)")
     built = _node_seconds(project_dir)
     if built:
-        rest = max(built - total_gather, 1e-9)
-        print(
-            f"statistics gathering: {total_gather:.1f} s against {rest:.1f} s of building the models and seeds "
-            f"({100 * total_gather / rest:.0f}%)"
-        )
+        from dbt.adapters.hiveopt.statistics_share import statistics_share
+
+        print(statistics_share(records, built).line())
     return 0
 
 
