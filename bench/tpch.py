@@ -30,6 +30,8 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 
+from dbt.adapters.hiveopt.statistics_share import statistics_share  # noqa: E402
+
 QUERIES = [f"q{n:02d}" for n in range(1, 23)]
 TPCH_MODELS = os.path.join(harness.EXAMPLE, "models", "bench", "tpch")
 RULES = {"dbt-spark": ("spark", {}), "hiveopt": ("session", {})}
@@ -290,18 +292,16 @@ def print_decision_kinds(phase: Phase) -> None:
 def print_statistics_share(built: dict[str, float]) -> None:
     """The first build's statistics gathering (first reads of the sources, inside the models'
     builds) against the rest of its building time, as `hiveopt summary` counts it."""
-    gathered = 0.0
+    records = []
     for model in built:
         try:
-            rec = harness.record("setup", model)
+            records.append(harness.record("setup", model))
         except FileNotFoundError:
             continue
-        entries = (rec.get("statistics_gathering") or {}).values()
-        gathered += sum(float(g.get("seconds") or 0) for g in entries if isinstance(g, dict))
-    rest = max(sum(built.values()) - gathered, 1e-9)
+    share = statistics_share(records, sum(built.values()))
     print(
-        f"first build: statistics gathering {gathered:.1f} s against {rest:.1f} s of building the {len(built)} "
-        f"models ({100 * gathered / rest:.0f}%)",
+        f"first build: statistics gathering {share.gathered:.1f} s against {share.building:.1f} s of building the "
+        f"{len(built)} models ({share.percent:.0f}%)",
         flush=True,
     )
 

@@ -14,6 +14,8 @@ import signal
 import sys
 from typing import Any
 
+from dbt.adapters.hiveopt.statistics_share import model_statistics, statistics_share
+
 
 def _estimate(value: Any) -> str:
     """An estimate record ({"value": .., "precision": ..} or {"rows": ..}) for people."""
@@ -121,18 +123,13 @@ def summary(project_dir: str) -> int:
         records.append(record)
         fired = ", ".join(record.get("fired_rules") or []) or ("fallback" if record.get("fallback_reason") else "-")
         # Statistics gathered for the model: its inputs' on first read, its own after its build.
-        seconds = sum(
-            float(g.get("seconds") or 0)
-            for g in (record.get("statistics_gathering") or {}).values()
-            if isinstance(g, dict)
-        )
+        seconds = model_statistics(record).gathered
         gather = f"{seconds:.2f}" if seconds else ""
         build = ratio = ""
         for cost in (record.get("after_build_statistics") or {}).values():
             if cost.get("gathered") is False:
                 gather = gather or "unread"  # no model reads it: gathered on first read instead
                 continue
-            seconds += float(cost["gather_seconds"])
             gather, build = f"{seconds:.2f}", f"{cost['build_seconds'] or 0:.2f}"
             ratio = f"{cost['cost_ratio']:.2f}" if cost.get("cost_ratio") is not None else ""
         q_error = f"{record['worst_q_error']:.2f}" if record.get("worst_q_error") is not None else ""
@@ -149,8 +146,6 @@ def summary(project_dir: str) -> int:
         print(f"({older} records of earlier dbt invocations not shown)")
     built = _node_seconds(project_dir)
     if built:
-        from dbt.adapters.hiveopt.statistics_share import statistics_share
-
         print(statistics_share(records, built).line())
     return 0
 
@@ -171,11 +166,8 @@ def _added_ms(record: dict) -> str:
     """
     if record.get("overhead_ms") is None:
         return ""
-    gathering = sum(
-        float(g.get("seconds") or 0) + float(g.get("waited_seconds") or 0)
-        for g in (record.get("statistics_gathering") or {}).values()
-        if isinstance(g, dict) and not g.get("behind")  # a pass behind the build: not its time
-    )
+    model = model_statistics(record)
+    gathering = model.before + model.waited  # a pass behind the build is not its time
     return f"{max(float(record['overhead_ms']) - 1000 * gathering, 0.0):.1f}"
 
 

@@ -50,25 +50,55 @@ class StatisticsShare:
         )
 
 
+@dataclass(frozen=True)
+class ModelStatistics:
+    """One model's record: the statistics gathered on its path before its build (`before`), by a
+    pass behind the builds that it started (`behind`: not in its seconds), its own after its build
+    (`after`), and its wait for the first pass that another model's thread ran (`waited`)."""
+
+    before: float = 0.0
+    behind: float = 0.0
+    after: float = 0.0
+    waited: float = 0.0
+
+    @property
+    def gathered(self) -> float:
+        return self.before + self.behind + self.after
+
+    @property
+    def on_path(self) -> float:
+        """What the gathering took of the model's own seconds."""
+        return self.before + self.after
+
+
+def model_statistics(record: dict) -> ModelStatistics:
+    """What a model's record says of its statistics.
+
+    >>> waited = {"(waited ...)": {"waited_seconds": 2.0}}
+    >>> behind = {"(... behind ...)": {"seconds": 7.0, "behind": True}}
+    >>> model_statistics({"statistics_gathering": {**waited, **behind, "db.t": {"seconds": 1.5}}})
+    ModelStatistics(before=1.5, behind=7.0, after=0.0, waited=2.0)
+    """
+    before = behind = after = waited = 0.0
+    for entry in (record.get("statistics_gathering") or {}).values():
+        if not isinstance(entry, dict):
+            continue
+        seconds = float(entry.get("seconds") or 0)
+        if entry.get("behind"):
+            behind += seconds
+        else:
+            before += seconds
+        waited += float(entry.get("waited_seconds") or 0)
+    for cost in (record.get("after_build_statistics") or {}).values():
+        if isinstance(cost, dict) and cost.get("gathered") is not False:
+            after += float(cost.get("gather_seconds") or 0)
+    return ModelStatistics(before, behind, after, waited)
+
+
 def statistics_share(records: Iterable[dict], built_seconds: float) -> StatisticsShare:
     """`records`: the invocation's model records; `built_seconds`: dbt's execution time of its
     models and seeds, summed."""
-    gathered = on_paths = waited = 0.0
-    waiting = 0
-    for record in records:
-        for entry in (record.get("statistics_gathering") or {}).values():
-            if not isinstance(entry, dict):
-                continue
-            seconds = float(entry.get("seconds") or 0)
-            gathered += seconds
-            on_paths += 0.0 if entry.get("behind") else seconds
-            if entry.get("waited_seconds"):
-                waited += float(entry["waited_seconds"])
-                waiting += 1
-        for cost in (record.get("after_build_statistics") or {}).values():
-            if isinstance(cost, dict) and cost.get("gathered") is not False:
-                seconds = float(cost.get("gather_seconds") or 0)
-                gathered += seconds
-                on_paths += seconds
-    building = max(built_seconds - on_paths - waited, 0.0)
-    return StatisticsShare(gathered, waited, waiting, building)
+    models = [model_statistics(record) for record in records]
+    waits = [m.waited for m in models if m.waited]
+    building = max(built_seconds - sum(m.on_path for m in models) - sum(waits), 0.0)
+    return StatisticsShare(sum(m.gathered for m in models), sum(waits), len(waits), building)
